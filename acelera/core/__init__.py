@@ -1,0 +1,1 @@
+"""Core: model loading, the interpreter, partitioning and the CPU reference kernels."""

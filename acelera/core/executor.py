@@ -1,0 +1,160 @@
+"""Execution of one subgraph: an ordered plan of kernels over a list of tensor values.
+
+`Executor.prepare()` binds every node to a kernel (or, later, to a delegate kernel), runs the
+plan once on zero inputs to fix every tensor's shape and check every kernel's dtypes, and
+folds constant subexpressions (DEQUANTIZE of fp16 weights, DENSIFY of sparse weights) so they
+run once. `Executor.run()` then executes the plan.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from acelera.core.errors import AceleraError, UnsupportedOpError
+from acelera.core.kernels.registry import Kernel, NodeContext, lookup
+from acelera.core.model import Subgraph, Tensor
+
+FOLDABLE = frozenset({"DEQUANTIZE", "DENSIFY"})
+
+
+class KernelError(AceleraError):
+    """A kernel failed while preparing or running a node."""
+
+
+@dataclass
+class Step:
+    """One entry of the execution plan: a kernel over tensor indices."""
+
+    label: str  # e.g. "node 4 (CONV_2D)"
+    fn: Kernel
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    nodes: tuple[int, ...]  # model node indices this step executes
+    delegate: str | None = None
+
+
+def node_label(sg: Subgraph, i: int) -> str:
+    return f"node {i} ({sg.operators[i].name})"
+
+
+class Executor:
+    def __init__(self, subgraph: Subgraph):
+        self.sg = subgraph
+        self.shapes: list[tuple[int, ...]] = [t.shape for t in subgraph.tensors]
+        self.values: list[np.ndarray | None] = [None] * len(subgraph.tensors)
+        self.plan: list[Step] = []
+        self.folded: set[int] = set()
+        self.prepared = False
+
+    # --- tensors -------------------------------------------------------------------------
+    def tensor(self, i: int) -> Tensor:
+        """The IR tensor with its current shape."""
+        t = self.sg.tensors[i]
+        return t if t.shape == self.shapes[i] else dataclasses.replace(t, shape=self.shapes[i])
+
+    def node_context(self, i: int) -> NodeContext:
+        op = self.sg.operators[i]
+        return NodeContext(i, op, tuple(self.tensor(t) if t >= 0 else None for t in op.inputs),
+                           tuple(self.tensor(t) for t in op.outputs))
+
+    # --- preparation ---------------------------------------------------------------------
+    def reference_step(self, i: int) -> Step:
+        """Bind node i to its reference kernel."""
+        op = self.sg.operators[i]
+        label = node_label(self.sg, i)
+        try:
+            spec = lookup(op)
+            fn = spec.prepare(self.node_context(i))
+        except UnsupportedOpError as e:
+            raise UnsupportedOpError(f"node {i}: {e}") from None
+        except AceleraError as e:
+            raise type(e)(f"{label}: {e}") from None
+        except Exception as e:
+            raise KernelError(f"{label}: cannot prepare kernel: {type(e).__name__}: {e}") from None
+        return Step(label, fn, op.inputs, op.outputs, (i,))
+
+    def prepare(self, build_plan: Callable[["Executor"], list[Step]] | None = None) -> None:
+        """Build the plan (reference kernels unless `build_plan` says otherwise) and fix shapes."""
+        self.prepared = False
+        self.folded = set()
+        self.values = [t.data if t.is_constant else None for t in self.sg.tensors]
+        for t in self.sg.tensors:
+            if t.is_variable and not t.is_constant:
+                self.values[t.index] = np.zeros(self.shapes[t.index], t.dtype)
+        self.plan = []
+        # Nodes are prepared in order so each sees the shapes its producers computed.
+        steps = build_plan(self) if build_plan else None
+        if steps is None:
+            for i in self.sg.execution_order:
+                step = self.reference_step(i)
+                self._shape_pass(step)
+        else:
+            self.plan = steps
+        for t in self.sg.inputs:
+            if self.values[t] is None or self.values[t].shape != self.shapes[t]:
+                self.values[t] = np.zeros(self.shapes[t], self.sg.tensors[t].dtype)
+        self.prepared = True
+
+    def _shape_pass(self, step: Step) -> None:
+        """Run `step` once on current values (zeros for graph inputs) to learn output shapes."""
+        args = []
+        all_const = True
+        for t in step.inputs:
+            if t < 0:
+                args.append(None)
+                continue
+            v = self.values[t]
+            if v is None:
+                v = np.zeros(self.shapes[t], self.sg.tensors[t].dtype)
+            if not (self.sg.tensors[t].is_constant or t in self.folded):
+                all_const = False
+            args.append(v)
+        with np.errstate(all="ignore"):
+            outs = self._call(step, args)
+        for t, v in zip(step.outputs, outs):
+            declared = self.sg.tensors[t]
+            if v.dtype != declared.dtype:
+                raise KernelError(f"{step.label}: kernel produced {v.dtype} for tensor {t} "
+                                  f"but the model declares {declared.type_name}")
+            self.shapes[t] = tuple(v.shape)
+            self.values[t] = v
+        fold = (all_const and len(step.nodes) == 1 and step.delegate is None
+                and self.sg.operators[step.nodes[0]].op in FOLDABLE)
+        if fold:
+            self.folded.update(step.outputs)
+        else:
+            self.plan.append(step)
+
+    def _call(self, step: Step, args: Sequence) -> tuple[np.ndarray, ...]:
+        try:
+            res = step.fn(*args)
+        except AceleraError as e:
+            raise type(e)(f"{step.label}: {e}") from None
+        except Exception as e:
+            raise KernelError(f"{step.label}: {type(e).__name__}: {e}") from None
+        if isinstance(res, np.ndarray):
+            res = (res,)
+        if len(res) != len(step.outputs):
+            raise KernelError(f"{step.label}: kernel returned {len(res)} outputs, expected {len(step.outputs)}")
+        return tuple(res)
+
+    # --- execution -----------------------------------------------------------------------
+    def run(self) -> None:
+        values = self.values
+        step = None
+        try:
+            for step in self.plan:
+                res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
+                if len(step.outputs) == 1 and isinstance(res, np.ndarray):
+                    values[step.outputs[0]] = res
+                else:
+                    for t, v in zip(step.outputs, res):
+                        values[t] = v
+        except AceleraError as e:
+            raise type(e)(f"{step.label}: {e}") from None
+        except Exception as e:
+            label = step.label if step is not None else "plan"
+            raise KernelError(f"{label}: {type(e).__name__}: {e}") from None

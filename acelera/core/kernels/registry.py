@@ -1,0 +1,111 @@
+"""The op registry: builtin name (or custom code) -> KernelSpec with its max version.
+
+A kernel family module registers prepare functions:
+
+    @register("CONV_2D", max_version=6)
+    def conv_2d(node: NodeContext) -> Kernel:
+        ...                      # read shapes, options, constants; precompute
+        def run(x, w, b):        # one argument per node input (None for absent optionals)
+            return out           # one array, or a tuple for several outputs
+        return run
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Union
+
+import numpy as np
+
+from acelera.core.errors import UnsupportedOpError
+from acelera.core.model import Operator, Tensor
+from acelera.core.opcodes import CUSTOM
+
+Kernel = Callable[..., Union[np.ndarray, tuple]]
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What a kernel's prepare function sees: the node, its tensors with current shapes."""
+
+    index: int
+    op: Operator
+    inputs: tuple[Tensor | None, ...]
+    outputs: tuple[Tensor, ...]
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        return self.op.options
+
+    @property
+    def version(self) -> int:
+        return self.op.version
+
+    def input(self, i: int) -> Tensor | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def const(self, i: int) -> np.ndarray | None:
+        t = self.input(i)
+        return None if t is None else t.data
+
+    def unsupported(self, what: str) -> UnsupportedOpError:
+        return UnsupportedOpError(f"{self.op.name}: {what}")
+
+
+PrepareFn = Callable[[NodeContext], Kernel]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    op: str
+    max_version: int
+    prepare: PrepareFn
+
+
+_REGISTRY: dict[str, KernelSpec] = {}
+
+
+def register(op: str, max_version: int = 1) -> Callable[[PrepareFn], PrepareFn]:
+    """Register `prepare` as the reference kernel of builtin op (or custom code) `op`."""
+    def deco(fn: PrepareFn) -> PrepareFn:
+        if op in _REGISTRY:
+            raise ValueError(f"kernel for {op} registered twice")
+        _REGISTRY[op] = KernelSpec(op, max_version, fn)
+        return fn
+    return deco
+
+
+def lookup(op: Operator) -> KernelSpec:
+    """The kernel for an operator, or UnsupportedOpError saying why there is none."""
+    _load_families()
+    key = op.custom_code if op.op == CUSTOM else op.op
+    spec = _REGISTRY.get(key)
+    if spec is None:
+        if op.op == CUSTOM:
+            raise UnsupportedOpError(f"custom op '{op.custom_code}' is not supported")
+        raise UnsupportedOpError(f"{op.op} is not supported")
+    if op.version > spec.max_version:
+        raise UnsupportedOpError(f"{key} version {op.version} is not supported (max {spec.max_version})")
+    return spec
+
+
+def registered() -> dict[str, KernelSpec]:
+    """Every registered kernel, by op name."""
+    _load_families()
+    return dict(_REGISTRY)
+
+
+_loaded = False
+
+
+def _load_families() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        import importlib
+        import pkgutil
+
+        import acelera.core.kernels as pkg
+
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if mod.name not in ("registry", "common"):
+                importlib.import_module(f"{pkg.__name__}.{mod.name}")

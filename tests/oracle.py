@@ -1,0 +1,64 @@
+"""LiteRT as the golden oracle: run the same model bytes in LiteRT and acelera and compare."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from acelera.core.interpreter import Interpreter
+
+
+def run_litert(model: bytes, inputs: Sequence[np.ndarray], reference: bool = True) -> list[np.ndarray]:
+    """Outputs of LiteRT (BUILTIN_REF kernels, 1 thread by default; `reference=False` = default resolver)."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
+
+    kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    it = LiteRT(model_content=model, experimental_op_resolver_type=kind, num_threads=1)
+    return _run(it, inputs)
+
+
+def run_acelera(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return _run(Interpreter(model_content=model), inputs)
+
+
+def _run(it, inputs) -> list[np.ndarray]:
+    details = it.get_input_details()
+    for d, x in zip(details, inputs):
+        if tuple(d["shape"]) != tuple(np.shape(x)):
+            it.resize_tensor_input(d["index"], list(np.shape(x)))
+    it.allocate_tensors()
+    for d, x in zip(details, inputs):
+        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+
+
+def assert_matches_litert(model: bytes, inputs: Sequence[np.ndarray], *, tol: float = 1e-4,
+                          reference: bool = True) -> list[np.ndarray]:
+    """Float outputs within tol * max(1, max|ref|); integer and bool outputs bit-exact."""
+    want = run_litert(model, inputs, reference)
+    got = run_acelera(model, inputs)
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, f"output {k}: dtype {g.dtype} != LiteRT {w.dtype}"
+        assert g.shape == w.shape, f"output {k}: shape {g.shape} != LiteRT {w.shape}"
+        if np.issubdtype(w.dtype, np.floating):
+            bound = tol * max(1.0, float(np.max(np.abs(w), initial=0.0)))
+            err = float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64)), initial=0.0))
+            assert err <= bound or (np.isnan(g) == np.isnan(w)).all() and np.allclose(g, w, atol=bound, equal_nan=True), \
+                f"output {k}: max abs error {err} > {bound}"
+        else:
+            diff = int(np.count_nonzero(g != w))
+            assert diff == 0, f"output {k}: {diff} of {w.size} elements differ from LiteRT (max |d| {np.max(np.abs(g.astype(np.int64) - w.astype(np.int64)))})"
+    return got
+
+
+def random_input(shape, dtype, rng: np.random.Generator, lo: float = -1.0, hi: float = 1.0) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        return rng.uniform(lo, hi, size=shape).astype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=np.int64).astype(dtype)
