@@ -6,6 +6,7 @@ malformed raises ModelError naming the file and the offending tensor/op index.
 """
 from __future__ import annotations
 
+import heapq
 import importlib
 import os
 import re
@@ -443,15 +444,25 @@ class _Loader:
             deps.append(d)
         if all(p < op.index for op, d in zip(ops, deps) for p in d):
             return tuple(range(len(ops)))
-        order, done, pending = [], set(), list(range(len(ops)))
-        while pending:
-            nxt = [i for i in pending if deps[i] <= done]
-            if not nxt:
-                raise self.fail(f"{where}: the graph has a cycle through nodes {sorted(pending)[:10]}")
-            first = nxt[0]
-            order.append(first)
-            done.add(first)
-            pending.remove(first)
+        # Kahn's algorithm, lowest node index first, so the order stays close to the file's.
+        consumers: dict[int, list[int]] = {}
+        missing = [len(d) for d in deps]
+        for i, d in enumerate(deps):
+            for p in d:
+                consumers.setdefault(p, []).append(i)
+        heap = [i for i, n in enumerate(missing) if n == 0]
+        heapq.heapify(heap)
+        order = []
+        while heap:
+            i = heapq.heappop(heap)
+            order.append(i)
+            for c in consumers.get(i, ()):
+                missing[c] -= 1
+                if missing[c] == 0:
+                    heapq.heappush(heap, c)
+        if len(order) != len(ops):
+            stuck = sorted(set(range(len(ops))) - set(order))
+            raise self.fail(f"{where}: the graph has a cycle through nodes {stuck[:10]}")
         return tuple(order)
 
 

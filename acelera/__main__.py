@@ -1,0 +1,5 @@
+import sys
+
+from acelera.demo import main
+
+sys.exit(main())

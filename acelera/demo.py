@@ -1,0 +1,66 @@
+"""The default job: build acelera's own sample models, run them, print outputs and timings."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from acelera.core.interpreter import Interpreter
+from acelera.samples import tiny_cnn
+
+
+def _time(fn, runs: int) -> tuple[float, float]:
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e6)
+    return float(np.mean(samples)), float(np.min(samples))
+
+
+def _litert(model: bytes):
+    try:
+        from ai_edge_litert.interpreter import Interpreter as LiteRT
+        from ai_edge_litert.interpreter import OpResolverType
+    except ImportError:
+        return None
+    return LiteRT(model_content=model, num_threads=1,
+                  experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+
+
+def run_sample(quantized: bool, runs: int = 50) -> None:
+    model = tiny_cnn(quantized=quantized)
+    kind = "int8" if quantized else "float32"
+    t0 = time.perf_counter()
+    it = Interpreter(model_content=model, num_threads=1)
+    it.allocate_tensors()
+    init_us = (time.perf_counter() - t0) * 1e6
+    inp, out = it.get_input_details()[0], it.get_output_details()[0]
+    x = np.random.default_rng(1).uniform(-1, 1, inp["shape"]).astype(np.float32)
+    if quantized:
+        scale, zp = inp["quantization"]
+        x = np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
+    it.set_tensor(inp["index"], x)
+    avg, best = _time(it.invoke, runs)
+    y = it.get_tensor(out["index"])
+    ops = [f"{it.model.main.operators[n].name}" for s in it.execution_plan for n in s.nodes]
+    print(f"tiny_cnn ({kind}, built by ModelBuilder, {len(model)} bytes): "
+          f"{len(ops)} nodes, all on the CPU reference kernels")
+    print(f"  nodes: {', '.join(ops)}")
+    print(f"  output '{out['name']}' {list(y.shape)} {y.dtype}: {np.array2string(y.ravel(), precision=4)}")
+    print(f"  timings (us): init={init_us:.0f} inference avg={avg:.1f} min={best:.1f} over {runs} runs")
+    lite = _litert(model)
+    if lite is not None:
+        lite.allocate_tensors()
+        lite.set_tensor(lite.get_input_details()[0]["index"], x)
+        l_avg, _ = _time(lite.invoke, runs)
+        ref = lite.get_tensor(lite.get_output_details()[0]["index"])
+        diff = np.abs(ref.astype(np.float64) - y.astype(np.float64)).max()
+        print(f"  LiteRT BUILTIN_REF: max |diff| = {diff:g}, avg={l_avg:.1f} us, "
+              f"acelera/LiteRT latency = {avg / l_avg:.2f}")
+
+
+def main() -> int:
+    for q in (False, True):
+        run_sample(q)
+    return 0
