@@ -48,6 +48,7 @@ class Executor:
         self.plan: list[Step] = []
         self.folded: set[int] = set()
         self.prepared = False
+        self.report = None  # DelegationReport, set by partition.apply_delegates
 
     # --- tensors -------------------------------------------------------------------------
     def tensor(self, i: int) -> Tensor:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from acelera.core.delegate import Delegate
 from acelera.core.errors import InterpreterError as _InterpreterError
 from acelera.core.executor import Executor
 from acelera.core.model import Model, Subgraph, Tensor, load_model
@@ -124,17 +125,19 @@ class Interpreter:
         self.model: Model = load_model(model_path if model_path is not None else model_content)
         self.num_threads = num_threads
         self.delegates = list(experimental_delegates or [])
+        for d in self.delegates:
+            if not isinstance(d, Delegate):
+                raise InterpreterError(f"experimental_delegates takes acelera Delegate objects "
+                                       f"(see acelera.load_delegate), got {type(d).__name__}")
+        self.require_full_delegation = False
         self._runtimes: dict[int, _Runtime] = {0: _Runtime(self, self.model.main)}
         self._limiter = None
 
     # --- hooks for delegates and threads -------------------------------------------------
     def _build_plan(self, ex: Executor) -> None:
-        if self.delegates:
-            from acelera.core.partition import apply_delegates
+        from acelera.core.partition import apply_delegates
 
-            apply_delegates(ex, self.delegates)
-        else:
-            ex.prepare()
+        apply_delegates(ex, self.delegates, self.require_full_delegation)
 
     def _run(self, ex: Executor) -> None:
         if self.num_threads is not None and self.num_threads > 0:
@@ -207,6 +210,11 @@ class Interpreter:
         if subgraph_index not in self._runtimes:
             self._runtimes[subgraph_index] = _Runtime(self, self.model.subgraphs[subgraph_index])
         return self._runtimes[subgraph_index]
+
+    @property
+    def delegation(self):
+        """The DelegationReport of the main subgraph: which delegate took which node, and why not."""
+        return self._rt.ex.report
 
     @property
     def execution_plan(self):

@@ -80,6 +80,9 @@ def lookup(op: Operator) -> KernelSpec:
     key = op.custom_code if op.op == CUSTOM else op.op
     spec = _REGISTRY.get(key)
     if spec is None:
+        if _broken:
+            broken = "; ".join(f"kernel module '{m}' failed to import: {e}" for m, e in _broken.items())
+            raise UnsupportedOpError(f"{key} is not supported ({broken})")
         if op.op == CUSTOM:
             raise UnsupportedOpError(f"custom op '{op.custom_code}' is not supported")
         raise UnsupportedOpError(f"{op.op} is not supported")
@@ -95,6 +98,7 @@ def registered() -> dict[str, KernelSpec]:
 
 
 _loaded = False
+_broken: dict[str, str] = {}
 
 
 def _load_families() -> None:
@@ -108,4 +112,7 @@ def _load_families() -> None:
 
         for mod in pkgutil.iter_modules(pkg.__path__):
             if mod.name not in ("registry", "common"):
-                importlib.import_module(f"{pkg.__name__}.{mod.name}")
+                try:
+                    importlib.import_module(f"{pkg.__name__}.{mod.name}")
+                except Exception as e:  # one broken family must not take down the others
+                    _broken[mod.name] = f"{type(e).__name__}: {e}"

@@ -1,0 +1,226 @@
+"""Graph partitioning between delegates, as TFLite does it.
+
+`partition_units` is TFLite's PartitionGraphIntoIndependentNodeSubsets (graph_info.cc): an
+epoch-based topological sweep where each epoch collects ready nodes of one kind (supported or
+not), so the subsets it returns can be replaced by single kernels without creating cycles.
+`apply_delegates` asks each delegate in turn about the nodes still on the CPU, keeps its
+largest partitions (ties in graph order) under its limits, prepares a kernel per partition,
+and undoes any partition whose preparation fails.
+"""
+from __future__ import annotations
+
+import heapq
+import warnings
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from acelera.core.delegate import Delegate, Partition, Support
+from acelera.core.errors import AceleraError
+from acelera.core.executor import Executor, Step
+
+
+class DelegationError(AceleraError):
+    """Delegation was required to be complete and was not, or a delegate failed fatally."""
+
+
+class DelegationWarning(UserWarning):
+    """A delegate could not take a partition; its nodes run on the CPU."""
+
+
+@dataclass
+class Unit:
+    """A node of the current execution plan: one CPU node or one delegated partition."""
+
+    nodes: tuple[int, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    step: Step
+    delegate: str | None = None
+
+
+@dataclass
+class DelegationReport:
+    """What ran where: per node the delegate that took it, and each delegate's refusals."""
+
+    delegates: list[str] = field(default_factory=list)
+    node_delegate: dict[int, str] = field(default_factory=dict)
+    rejections: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    partitions: list[tuple[str, Partition]] = field(default_factory=list)
+    failures: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
+    folded: tuple[int, ...] = ()
+
+    def nodes_of(self, delegate: str) -> list[int]:
+        return sorted(n for n, d in self.node_delegate.items() if d == delegate)
+
+    def partitions_of(self, delegate: str) -> list[Partition]:
+        return [p for d, p in self.partitions if d == delegate]
+
+
+def partition_units(units: Sequence[Unit], supported: Sequence[bool], greedy: bool = True) -> list[tuple[bool, list[int]]]:
+    """Split units into (kind, [unit indices]) subsets, in epoch order."""
+    produced = {t for u in units for t in u.outputs}
+    ready = {t for u in units for t in u.inputs if t not in produced}
+    assigned = [False] * len(units)
+    subsets: list[tuple[bool, list[int]]] = []
+    remaining = len(units)
+    while remaining:
+        kind: bool | None = None
+        current: list[int] = []
+        changed = True
+        while changed:
+            changed = False
+            for i, u in enumerate(units):
+                if assigned[i]:
+                    continue
+                if not all(t in ready for t in u.inputs) or (kind is not None and supported[i] != kind):
+                    if greedy:
+                        continue
+                    break
+                kind = supported[i] if kind is None else kind
+                assigned[i] = True
+                current.append(i)
+                remaining -= 1
+                ready.update(u.outputs)
+                changed = True
+            if not greedy:
+                break
+        if not current:  # cannot happen for an acyclic plan; guard against looping forever
+            raise DelegationError("partitioning found no ready node: the plan has a cycle")
+        subsets.append((bool(kind), current))
+    return subsets
+
+
+def select_partitions(subsets: list[list[int]], sizes: Sequence[int], max_partitions: int, min_nodes: int) -> list[list[int]]:
+    """The largest subsets first (stable for ties), at most max_partitions, none below min_nodes."""
+    order = sorted(subsets, key=lambda s: -sum(sizes[i] for i in s))
+    chosen = []
+    for s in order:
+        if max_partitions > 0 and len(chosen) >= max_partitions:
+            break
+        if min_nodes > 0 and sum(sizes[i] for i in s) < min_nodes:
+            break
+        chosen.append(s)
+    return chosen
+
+
+def _boundary(ex: Executor, units: Sequence[Unit], members: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    inside = set(members)
+    produced = {t for i in members for t in units[i].outputs}
+    inputs = sorted({t for i in members for t in units[i].inputs if t not in produced})
+    used_outside = {t for j, u in enumerate(units) if j not in inside for t in u.inputs}
+    outputs = sorted(t for t in produced if t in used_outside or t in ex.sg.outputs)
+    return tuple(inputs), tuple(outputs)
+
+
+def _topological(units: list[Unit]) -> list[Unit]:
+    producer = {t: i for i, u in enumerate(units) for t in u.outputs}
+    deps = [{producer[t] for t in u.inputs if t in producer and producer[t] != i} for i, u in enumerate(units)]
+    users: dict[int, list[int]] = {}
+    for i, d in enumerate(deps):
+        for p in d:
+            users.setdefault(p, []).append(i)
+    missing = [len(d) for d in deps]
+    heap = [(min(units[i].nodes), i) for i in range(len(units)) if missing[i] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _, i = heapq.heappop(heap)
+        out.append(units[i])
+        for j in users.get(i, ()):
+            missing[j] -= 1
+            if missing[j] == 0:
+                heapq.heappush(heap, (min(units[j].nodes), j))
+    if len(out) != len(units):
+        raise DelegationError("delegation produced a cyclic plan")
+    return out
+
+
+def _ask(delegate: Delegate, ex: Executor, node: int) -> Support:
+    try:
+        s = delegate.is_node_supported(ex.node_context(node))
+    except Exception as e:
+        return Support(False, f"{ex.sg.operators[node].name}: {delegate.name} raised {type(e).__name__}: {e}")
+    return s if isinstance(s, Support) else Support(bool(s), "" if s else "rejected")
+
+
+def _check_kernel(ex: Executor, kernel, partition: Partition) -> None:
+    """Run a freshly prepared kernel once on the reference pass's values and check its outputs."""
+    with np.errstate(all="ignore"):
+        outs = kernel.invoke(*[ex.values[t] for t in partition.inputs])
+    if isinstance(outs, np.ndarray):
+        outs = (outs,)
+    outs = tuple(outs)
+    if len(outs) != len(partition.outputs):
+        raise AceleraError(f"returned {len(outs)} outputs, expected {len(partition.outputs)}")
+    for t, v in zip(partition.outputs, outs):
+        want = ex.values[t]
+        if not isinstance(v, np.ndarray) or v.dtype != want.dtype or v.shape != want.shape:
+            got = f"{getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
+            raise AceleraError(f"output tensor {t} is {got}, expected {want.dtype}{list(want.shape)}")
+
+
+def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_delegation: bool = False) -> DelegationReport:
+    """Prepare `ex` with the delegates applied in order; returns (and stores) the report."""
+    ex.prepare()
+    report = DelegationReport(delegates=[d.name for d in delegates])
+    folded_nodes = tuple(i for i, op in enumerate(ex.sg.operators) if set(op.outputs) <= ex.folded)
+    report.folded = folded_nodes
+    units = [Unit(s.nodes, tuple(sorted({t for t in s.inputs if t >= 0})), s.outputs, s) for s in ex.plan]
+    for d in delegates:
+        supported = []
+        for u in units:
+            if u.delegate is not None:
+                supported.append(False)
+                continue
+            s = _ask(d, ex, u.nodes[0])
+            supported.append(s.ok)
+            if not s.ok:
+                report.rejections.setdefault(u.nodes[0], []).append((d.name, s.reason))
+        subsets = [s for kind, s in partition_units(units, supported) if kind]
+        max_p, min_n = d.partition_limits()
+        chosen = select_partitions(subsets, [len(u.nodes) for u in units], max_p, min_n)
+        full = bool(units) and all(supported)
+        replaced: dict[int, Unit] = {}
+        for members in chosen:
+            nodes = tuple(sorted(n for i in members for n in units[i].nodes))
+            inputs, outputs = _boundary(ex, units, members)
+            const = {t: ex.values[t] for t in inputs if ex.sg.tensors[t].is_constant or t in ex.folded}
+            part = Partition(nodes, inputs, outputs, {n: ex.node_context(n) for n in nodes}, const)
+            try:
+                kernel = d.prepare(part)
+                _check_kernel(ex, kernel, part)
+            except Exception as e:
+                msg = f"{type(e).__name__}: {e}" if not isinstance(e, AceleraError) else str(e)
+                report.failures.append((d.name, nodes, msg))
+                if require_full_delegation:
+                    raise DelegationError(f"{d.name} failed to prepare nodes {list(nodes)}: {msg}") from None
+                warnings.warn(f"{d.name} delegate failed to prepare nodes {list(nodes)} ({msg}); "
+                              f"they run on the CPU", DelegationWarning, stacklevel=2)
+                continue
+            label = f"{d.name} partition of {len(nodes)} nodes"
+            unit = Unit(nodes, inputs, outputs, Step(label, kernel.invoke, inputs, outputs, nodes, d.name), d.name)
+            for i in members:
+                replaced[i] = unit
+            for n in nodes:
+                report.node_delegate[n] = d.name
+            report.partitions.append((d.name, part))
+        if d.fp16_weights_aware and full and not report.failures:
+            for n in folded_nodes:
+                report.node_delegate.setdefault(n, d.name)
+        if replaced:
+            new_units, seen = [], set()
+            for i, u in enumerate(units):
+                r = replaced.get(i, u)
+                if id(r) not in seen:
+                    seen.add(id(r))
+                    new_units.append(r)
+            units = _topological(new_units)
+    ex.plan = [u.step for u in units]
+    ex.report = report
+    if require_full_delegation:
+        cpu = [n for u in units if u.delegate is None for n in u.nodes]
+        if not delegates or cpu:
+            raise DelegationError(f"Disallowed CPU fallback detected: nodes {cpu[:20]} run on the CPU")
+    return report

@@ -1,0 +1,50 @@
+"""Shared timing helpers for the benchmark scripts."""
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+MODELS = Path(os.environ.get("ACELERA_MODELS", Path(__file__).resolve().parents[1].parent / "shared" / "models"))
+
+
+def time_invoke(invoke, min_runs: int = 5, min_secs: float = 1.0, warmup: int = 2) -> float:
+    """Median latency of `invoke()` in microseconds."""
+    for _ in range(warmup):
+        invoke()
+    samples = []
+    start = time.perf_counter()
+    while len(samples) < min_runs or time.perf_counter() - start < min_secs:
+        t0 = time.perf_counter()
+        invoke()
+        samples.append((time.perf_counter() - t0) * 1e6)
+        if len(samples) >= 1000:
+            break
+    return float(np.median(samples))
+
+
+def feed(interp, rng: np.random.Generator) -> None:
+    for d in interp.get_input_details():
+        dt = np.dtype(d["dtype"])
+        if np.issubdtype(dt, np.floating):
+            x = rng.uniform(-1, 1, d["shape"]).astype(dt)
+        else:
+            info = np.iinfo(dt)
+            x = rng.integers(info.min, int(info.max) + 1, d["shape"]).astype(dt)
+        interp.set_tensor(d["index"], x)
+
+
+def geomean(values) -> float:
+    values = [v for v in values if v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def litert_interpreter(model: Path | bytes, reference: bool, threads: int = 1):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    kw = {"model_content": model} if isinstance(model, bytes) else {"model_path": str(model)}
+    return Interpreter(**kw, num_threads=threads, experimental_op_resolver_type=kind)
