@@ -1,5 +1,5 @@
 import sys
 
-from acelera.demo import main
+from acelera.cli import main
 
 sys.exit(main())

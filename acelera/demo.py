@@ -60,7 +60,42 @@ def run_sample(quantized: bool, runs: int = 50) -> None:
               f"acelera/LiteRT latency = {avg / l_avg:.2f}")
 
 
-def main() -> int:
+def run_delegates(registry, quantized: bool, runs: int = 50) -> None:
+    model = tiny_cnn(quantized=quantized)
+    ref = Interpreter(model_content=model)
+    ref.allocate_tensors()
+    inp = ref.get_input_details()[0]
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, inp["shape"]).astype(np.float32)
+    if quantized:
+        x = np.clip(np.round(x * 127.5), -128, 127).astype(np.int8)
+    ref.set_tensor(inp["index"], x)
+    ref.invoke()
+    want = ref.get_tensor(ref.get_output_details()[0]["index"]).astype(np.float64)
+    for spec in registry.specs.values():
+        avail = registry.availability(spec.name)
+        if not avail.ok:
+            print(f"  {spec.name} ({spec.backend}): unavailable here: {avail.reason}")
+            continue
+        it = Interpreter(model_content=model, experimental_delegates=[registry.create(spec.name)])
+        it.allocate_tensors()
+        it.set_tensor(inp["index"], x)
+        avg, _ = _time(it.invoke, runs)
+        got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.float64)
+        taken = it.delegation.nodes_of(spec.name)
+        print(f"  {spec.name} ({spec.backend}): took {len(taken)} of {len(it.model.main.operators)} nodes, "
+              f"max |diff| vs reference {np.abs(got - want).max():g}, avg {avg:.1f} us")
+
+
+def main(registry=None) -> int:
+    if registry is None:
+        from acelera.registrar.registry import get_registry
+
+        registry = get_registry()
     for q in (False, True):
         run_sample(q)
+        print("  delegates:")
+        run_delegates(registry, q)
+    for name, reason in registry.broken.items():
+        print(f"broken plugin {name}: {reason}")
     return 0

@@ -23,6 +23,8 @@ class Support:
 
     ok: bool
     reason: str = ""
+    #: TFLite's compatibility-result categories: "op", "version", "input type", "constraint"
+    kind: str = ""
 
     def __bool__(self) -> bool:
         return self.ok
@@ -53,20 +55,20 @@ class OpSupport:
         name = node.op.name
         v = node.version
         if v > self.max_version:
-            return Support(False, f"{name} v{v}: max version supported is {self.max_version}")
+            return Support(False, f"{name} v{v}: max version supported is {self.max_version}", "version")
         if v < self.min_version:
-            return Support(False, f"{name} v{v}: min version supported is {self.min_version}")
+            return Support(False, f"{name} v{v}: min version supported is {self.min_version}", "version")
         t = data_type(node)
         if t is not None and t not in self.dtypes:
             return Support(False, f"{name}: input type {t} is not supported "
-                                  f"(supported: {', '.join(sorted(self.dtypes))})")
+                                  f"(supported: {', '.join(sorted(self.dtypes))})", "input type")
         for c in self.constraints:
             try:
                 ok = c.check(node)
             except Exception as e:  # a constraint that cannot evaluate rejects the node
-                return Support(False, f"{name}: {c.description} (could not check: {type(e).__name__})")
+                return Support(False, f"{name}: {c.description} (could not check: {type(e).__name__})", "constraint")
             if not ok:
-                return Support(False, f"{name}: {c.description}")
+                return Support(False, f"{name}: {c.description}", "constraint")
         return SUPPORTED
 
 
@@ -95,7 +97,7 @@ class OpTable:
     def check(self, node: NodeContext) -> Support:
         row = self.rows.get(node.op.name)
         if row is None:
-            return Support(False, f"{node.op.name}: op is not supported by {self.delegate}")
+            return Support(False, f"{node.op.name}: op is not supported by {self.delegate}", "op")
         return row.check(node)
 
     def __iter__(self):

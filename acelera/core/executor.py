@@ -143,6 +143,22 @@ class Executor:
         return tuple(res)
 
     # --- execution -----------------------------------------------------------------------
+    def run_profiled(self) -> list[float]:
+        """Run the plan and return each step's wall time in seconds (same order as `plan`)."""
+        import time
+
+        times = []
+        steps, self.plan = self.plan, []
+        try:
+            for step in steps:
+                self.plan = [step]
+                t0 = time.perf_counter()
+                self.run()
+                times.append(time.perf_counter() - t0)
+        finally:
+            self.plan = steps
+        return times
+
     def run(self) -> None:
         values = self.values
         step = None

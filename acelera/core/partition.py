@@ -161,8 +161,13 @@ def _check_kernel(ex: Executor, kernel, partition: Partition) -> None:
             raise AceleraError(f"output tensor {t} is {got}, expected {want.dtype}{list(want.shape)}")
 
 
-def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_delegation: bool = False) -> DelegationReport:
-    """Prepare `ex` with the delegates applied in order; returns (and stores) the report."""
+def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_delegation: bool = False,
+                    dry_run: bool = False) -> DelegationReport:
+    """Prepare `ex` with the delegates applied in order; returns (and stores) the report.
+
+    With `dry_run` nothing is prepared: the report says what each delegate would take
+    (assuming its preparation succeeds) and the plan stays on the reference kernels.
+    """
     ex.prepare()
     report = DelegationReport(delegates=[d.name for d in delegates])
     folded_nodes = tuple(i for i, op in enumerate(ex.sg.operators) if set(op.outputs) <= ex.folded)
@@ -189,8 +194,9 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
             const = {t: ex.values[t] for t in inputs if ex.sg.tensors[t].is_constant or t in ex.folded}
             part = Partition(nodes, inputs, outputs, {n: ex.node_context(n) for n in nodes}, const)
             try:
-                kernel = d.prepare(part)
-                _check_kernel(ex, kernel, part)
+                kernel = None if dry_run else d.prepare(part)
+                if kernel is not None:
+                    _check_kernel(ex, kernel, part)
             except Exception as e:
                 msg = f"{type(e).__name__}: {e}" if not isinstance(e, AceleraError) else str(e)
                 report.failures.append((d.name, nodes, msg))
@@ -200,7 +206,8 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
                               f"they run on the CPU", DelegationWarning, stacklevel=2)
                 continue
             label = f"{d.name} partition of {len(nodes)} nodes"
-            unit = Unit(nodes, inputs, outputs, Step(label, kernel.invoke, inputs, outputs, nodes, d.name), d.name)
+            fn = kernel.invoke if kernel is not None else None
+            unit = Unit(nodes, inputs, outputs, Step(label, fn, inputs, outputs, nodes, d.name), d.name)
             for i in members:
                 replaced[i] = unit
             for n in nodes:
@@ -217,9 +224,10 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
                     seen.add(id(r))
                     new_units.append(r)
             units = _topological(new_units)
-    ex.plan = [u.step for u in units]
+    if not dry_run:
+        ex.plan = [u.step for u in units]
     ex.report = report
-    if require_full_delegation:
+    if require_full_delegation and not dry_run:
         cpu = [n for u in units if u.delegate is None for n in u.nodes]
         if not delegates or cpu:
             raise DelegationError(f"Disallowed CPU fallback detected: nodes {cpu[:20]} run on the CPU")

@@ -1,0 +1,153 @@
+"""`acelera analyze`: which delegate takes each node, why the others refuse, and a picture."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+from acelera.core.executor import Executor
+from acelera.core.interpreter import Interpreter
+from acelera.core.partition import DelegationReport, apply_delegates
+from acelera.registrar.flags import ParsedFlags
+from acelera.registrar.registry import Registry
+
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7", "#9c755f"]
+CPU_COLOUR = "#bab0ac"
+
+
+@dataclass
+class Scenario:
+    delegates: list[dict[str, Any]]
+    report: DelegationReport
+
+
+def plan(model_path: str, registry: Registry, parsed: ParsedFlags) -> tuple[Interpreter, list[Scenario]]:
+    """Plan delegation without preparing anything: the enabled delegates together, or, when the
+    flags enable none, every installed delegate on its own."""
+    interp = Interpreter(model_path=model_path)
+    ex: Executor = interp._rt.ex
+    options = parsed.options()
+    enabled = registry.enabled(parsed)
+    groups = [enabled] if enabled else [[s] for s in registry.specs.values()]
+    scenarios = []
+    for specs in groups:
+        delegates, info = [], []
+        for spec in specs:
+            avail = registry.availability(spec.name)
+            d = registry._create(spec, options) if avail.ok else registry.planner(spec.name, options)
+            delegates.append(d)
+            info.append({"name": spec.name, "backend": spec.backend, "available": avail.ok,
+                         "reason": avail.reason, "planned_from": "delegate" if avail.ok else "op table",
+                         "limits": list(spec.partition_limits(options))})
+        report = apply_delegates(ex, delegates, dry_run=True)
+        scenarios.append(Scenario(info, report))
+    return interp, scenarios
+
+
+def to_json(interp: Interpreter, scenarios: list[Scenario]) -> dict[str, Any]:
+    sg = interp.model.main
+    out: dict[str, Any] = {"model": interp.model.source, "nodes": len(sg.operators), "scenarios": []}
+    for sc in scenarios:
+        rep = sc.report
+        nodes = []
+        for i, op in enumerate(sg.operators):
+            nodes.append({
+                "index": i, "op": op.name, "builtin_code": op.builtin_code, "version": op.version,
+                "delegate": rep.node_delegate.get(i), "folded": i in rep.folded,
+                "rejections": [{"delegate": d, "reason": r} for d, r in rep.rejections.get(i, [])],
+            })
+        out["scenarios"].append({
+            "delegates": sc.delegates,
+            "partitions": [{"delegate": d, "nodes": list(p.nodes), "inputs": list(p.inputs),
+                            "outputs": list(p.outputs)} for d, p in rep.partitions],
+            "nodes": nodes,
+            "summary": {d["name"]: len(rep.nodes_of(d["name"])) for d in sc.delegates} | {
+                "cpu": sum(1 for n in nodes if n["delegate"] is None and not n["folded"]),
+                "folded": len(rep.folded)},
+        })
+    return out
+
+
+def text_lines(interp: Interpreter, scenarios: list[Scenario]) -> list[str]:
+    sg = interp.model.main
+    lines = [f"Model: {interp.model.source} ({len(sg.operators)} nodes)"]
+    for sc in scenarios:
+        rep = sc.report
+        for d in sc.delegates:
+            name = d["name"]
+            status = "available" if d["available"] else f"unavailable here: {d['reason']}; planned from its op table"
+            taken = rep.nodes_of(name)
+            parts = rep.partitions_of(name)
+            lines.append("")
+            lines.append(f"{name} ({d['backend']}, {status})")
+            lines.append(f"  {len(taken)} of {len(sg.operators)} nodes in {len(parts)} partition(s); "
+                         f"limits: max partitions {d['limits'][0] or 'unlimited'}, min nodes {d['limits'][1] or 'none'}")
+            for k, p in enumerate(parts):
+                lines.append(f"  partition {k}: {len(p.nodes)} nodes {_ranges(p.nodes)}")
+            seen = set()
+            for i in sorted(rep.rejections):
+                for dn, reason in rep.rejections[i]:
+                    if dn == name and reason not in seen:
+                        seen.add(reason)
+                        lines.append(f"  WARNING: op code #{sg.operators[i].builtin_code} cannot be handled by "
+                                     f"this delegate: {reason} (first at node {i})")
+        cpu = [i for i in range(len(sg.operators)) if i not in rep.node_delegate and i not in rep.folded]
+        lines.append(f"  CPU reference: {len(cpu)} node(s) {_ranges(cpu)}; constant-folded at prepare: "
+                     f"{len(rep.folded)} node(s) {_ranges(rep.folded)}")
+    return lines
+
+
+def _ranges(nodes) -> str:
+    nodes = sorted(nodes)
+    if not nodes:
+        return "[]"
+    out, start, prev = [], nodes[0], nodes[0]
+    for n in nodes[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return "[" + ", ".join(out) + "]"
+
+
+def svg(interp: Interpreter, scenario: Scenario) -> str:
+    """The graph as layered boxes (one row per dependency depth), coloured by delegate."""
+    sg = interp.model.main
+    rep = scenario.report
+    producer = {t: i for i, op in enumerate(sg.operators) for t in op.outputs}
+    depth: dict[int, int] = {}
+    for i in sg.execution_order:
+        preds = [producer[t] for t in sg.operators[i].inputs if t in producer]
+        depth[i] = 1 + max((depth[p] for p in preds), default=-1)
+    rows: dict[int, list[int]] = {}
+    for i in sg.execution_order:
+        rows.setdefault(depth[i], []).append(i)
+    colours = {d["name"]: PALETTE[k % len(PALETTE)] for k, d in enumerate(scenario.delegates)}
+    w, h, gx, gy = 150, 26, 16, 22
+    width = max(len(r) for r in rows.values()) * (w + gx) + gx + 200
+    height = len(rows) * (h + gy) + gy + 40
+    pos = {i: (gx + k * (w + gx), 40 + d * (h + gy)) for d, r in rows.items() for k, i in enumerate(r)}
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" font-size="11">',
+             f'<text x="{gx}" y="20">{html.escape(str(interp.model.source))}</text>']
+    for i, op in enumerate(sg.operators):
+        x, y = pos[i]
+        for t in op.inputs:
+            if t in producer:
+                px, py = pos[producer[t]]
+                parts.append(f'<line x1="{px + w / 2}" y1="{py + h}" x2="{x + w / 2}" y2="{y}" stroke="#888"/>')
+    for i, op in enumerate(sg.operators):
+        x, y = pos[i]
+        d = rep.node_delegate.get(i)
+        fill = colours.get(d, CPU_COLOUR) if d else ("#e0e0e0" if i in rep.folded else CPU_COLOUR)
+        title = html.escape(f"node {i} {op.name} v{op.version} -> {d or ('folded' if i in rep.folded else 'CPU')}")
+        parts.append(f'<g><title>{title}</title><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="4" fill="{fill}" stroke="#333"/>'
+                     f'<text x="{x + 4}" y="{y + 17}">{i}: {html.escape(op.name[:16])}</text></g>')
+    lx = width - 190
+    legend = [(d["name"], colours[d["name"]]) for d in scenario.delegates] + [("CPU", CPU_COLOUR), ("folded", "#e0e0e0")]
+    for k, (name, colour) in enumerate(legend):
+        parts.append(f'<rect x="{lx}" y="{40 + k * 20}" width="14" height="14" fill="{colour}" stroke="#333"/>'
+                     f'<text x="{lx + 20}" y="{52 + k * 20}">{html.escape(name)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)

@@ -1,0 +1,202 @@
+"""The acelera typer app. Every tool's options are generated from the installed plugins' flags."""
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from acelera import __version__
+from acelera.cli.options import AceleraGroup, make_command, parsed_from
+from acelera.core.errors import AceleraError
+from acelera.registrar.config import apply_config
+from acelera.registrar.flags import Flag, FlagSet, ParsedFlags
+from acelera.registrar.registry import Registry
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+def _param(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+CONFIG = _param("config", Annotated[Optional[Path], typer.Option(
+    "--config", help="TOML file of flag values (command line > this file > [tool.acelera] in ./pyproject.toml > defaults)",
+    rich_help_panel="General")], None)
+
+
+def tool_flagset(registry: Registry, tool_flags: list[Flag]) -> FlagSet:
+    fs = FlagSet(registry.flagset.flags.values())
+    for f in tool_flags:
+        fs.add(f)
+    return fs
+
+
+def resolve(ctx: typer.Context, raw: dict, flagset: FlagSet, config: Optional[Path]) -> ParsedFlags:
+    return apply_config(parsed_from(ctx, raw, flagset), flagset, config)
+
+
+def benchmark_flags() -> list[Flag]:
+    from acelera.cli.benchmark_engine import BENCHMARK_FLAGS
+
+    return [Flag(n, t, d, h, "benchmark", "Benchmark") for n, t, d, h in BENCHMARK_FLAGS]
+
+
+def build_app(registry: Registry) -> typer.Typer:
+    app = typer.Typer(cls=AceleraGroup, add_completion=False, no_args_is_help=True,
+                      help=f"acelera {__version__}: run TensorFlow Lite models through pluggable delegates.")
+    bench = benchmark_flags()
+    bench_fs = tool_flagset(registry, bench)
+    delegate_fs = registry.flagset
+    normalizer = FlagSet()
+    for f in list(bench_fs.flags.values()):
+        normalizer.flags.setdefault(f.name, f)
+    AceleraGroup.normalizer = normalizer
+
+    def benchmark(ctx, raw, config):
+        from acelera.cli.benchmark_cmd import run
+
+        return run(registry, resolve(ctx, raw, bench_fs, config))
+
+    app.command("benchmark", help="Benchmark a model like TFLite's benchmark_model (--graph=MODEL).")(
+        make_command("benchmark", "", benchmark, bench_fs.flags.values(), [CONFIG]))
+
+    def analyze(ctx, raw, model, json_out, svg_out, config):
+        from acelera.cli import analyze as an
+
+        parsed = resolve(ctx, raw, delegate_fs, config)
+        interp, scenarios = an.plan(str(model), registry, parsed)
+        if svg_out is not None:
+            Path(svg_out).write_text(an.svg(interp, scenarios[0]))
+        if json_out:
+            print(json.dumps(an.to_json(interp, scenarios), indent=2))
+        else:
+            print("\n".join(an.text_lines(interp, scenarios)))
+            if svg_out is not None:
+                print(f"graph picture written to {svg_out}")
+
+    app.command("analyze", help="Show which delegate takes each node of MODEL, and why others refuse.")(
+        make_command("analyze", "", analyze, delegate_fs.flags.values(), [
+            _param("model", Annotated[Path, typer.Argument(help="the .tflite model")]),
+            _param("json_out", Annotated[bool, typer.Option("--json", help="print JSON")], False),
+            _param("svg_out", Annotated[Optional[Path], typer.Option("--svg", help="write the graph picture here")], None),
+            CONFIG]))
+
+    delegates = typer.Typer(help="List and describe installed delegate plugins.", no_args_is_help=True)
+
+    @delegates.command("list", help="Installed delegates: version, backend, availability; broken plugins.")
+    def list_(json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False):
+        rows = delegate_rows(registry)
+        if json_out:
+            print(json.dumps({"delegates": rows, "broken": registry.broken}, indent=2))
+            return
+        t = Table("delegate", "version", "backend", "plugin", "available")
+        for r in rows:
+            t.add_row(r["name"], r["version"], r["backend"], r["plugin"],
+                      "yes" if r["available"] else f"no: {r['reason']}")
+        for name, reason in registry.broken.items():
+            t.add_row(name, "?", "?", name, f"BROKEN: {reason}")
+        console.print(t)
+
+    @delegates.command("show", help="A delegate's flags, op table and accepted model types.")
+    def show(name: Annotated[str, typer.Argument(help="delegate name")]):
+        spec = registry.spec(name)
+        avail = registry.availability(name)
+        print(f"{spec.name} {spec.version} ({spec.backend}): {spec.summary}")
+        print(f"available: {'yes' if avail.ok else 'no: ' + avail.reason}")
+        print(f"enabled by: {', '.join('--' + e for e in spec.enabled_by)}")
+        print(f"model types: {', '.join(m for m in ('float32', 'float16', 'dynamic-range', 'full-integer', 'qat') if m in spec.model_types)}")
+        mx, mn = spec.partition_limits({})
+        print(f"partitions: max {mx or 'unlimited'}, min nodes {mn or 'none'} (when the flags leave them at 0)")
+        t = Table("flag", "type", "default", "help", title="flags")
+        for f in spec.flags:
+            t.add_row(f"--{f.name}", f.type.__name__, repr(f.default), f.help)
+        console.print(t)
+        t = Table("op", "versions", "dtypes", "constraints", title="op support")
+        for row in spec.op_table:
+            t.add_row(row.op, f"{row.min_version}-{row.max_version}", ", ".join(sorted(row.dtypes)),
+                      "; ".join(c.description for c in row.constraints))
+        console.print(t)
+
+    app.add_typer(delegates, name="delegates")
+
+    @app.command("doctor", help="Run each delegate's availability probe and a tiny model: PASS/FAIL.")
+    def doctor():
+        from acelera.cli.doctor import run_doctor
+
+        raise typer.Exit(run_doctor(registry, print))
+
+    @app.command("new-delegate", help="Scaffold an installable delegate plugin package.")
+    def new_delegate(name: Annotated[str, typer.Argument(help="delegate name, e.g. my-npu")],
+                     directory: Annotated[Optional[Path], typer.Option("--dir", help="target directory")] = None):
+        from acelera.cli.scaffold import names, scaffold
+
+        target = directory or Path(f"acelera-{names(name)['name']}")
+        for p in scaffold(name, target):
+            print(f"wrote {p}")
+        print(f"next: pip install -e {target} && acelera delegates list")
+
+    @app.command("demo", help="The default job: run acelera's own sample models on every available delegate.")
+    def demo():
+        from acelera.demo import main as demo_main
+
+        raise typer.Exit(demo_main(registry))
+
+    @app.command("version", help="Print acelera's version.")
+    def version():
+        print(f"acelera {__version__}")
+
+    for impl in registry.pm.hook.register_commands.get_hookimpls():
+        try:
+            impl.function(app=app)
+        except Exception as e:
+            registry.broken[impl.plugin_name] = f"register_commands failed: {type(e).__name__}: {e}"
+    return app
+
+
+def delegate_rows(registry: Registry) -> list[dict[str, Any]]:
+    rows = []
+    for spec in registry.specs.values():
+        avail = registry.availability(spec.name)
+        plugin = registry.plugin_of(spec.name)
+        rows.append({"name": spec.name, "version": spec.version, "backend": spec.backend,
+                     "plugin": plugin.distribution if plugin else "?", "available": avail.ok,
+                     "reason": avail.reason, "summary": spec.summary})
+    return rows
+
+
+def main(argv: list[str] | None = None, registry: Registry | None = None) -> int:
+    """Entry point of the `acelera` command: one-line errors, exit codes, `--debug` tracebacks."""
+    from acelera.registrar.registry import get_registry
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    try:
+        registry = registry or get_registry()
+        cmd = typer.main.get_command(build_app(registry))
+        result = cmd.main(args=args, prog_name="acelera", standalone_mode=False)
+        return int(result or 0)
+    except AceleraError as e:
+        if debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        code = getattr(e, "exit_code", None)
+        if type(e).__name__ in ("Exit", "Abort") or (code is not None and not hasattr(e, "format_message")):
+            return int(code or 0)
+        if hasattr(e, "format_message"):
+            if debug:
+                raise
+            print(f"error: {e.format_message()}", file=sys.stderr)
+            return int(code if code is not None else 2)
+        if debug:
+            raise
+        print(f"error: internal error: {type(e).__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+        return 3

@@ -1,0 +1,1 @@
+"""First-party delegate plugins; each registers through the `acelera.delegates` entry point."""

@@ -1,0 +1,196 @@
+"""Typed flag specs with TFLite's names and value syntax, merged across plugins.
+
+Values follow TFLite's command-line parser, made friendlier: `--name=value` and
+`--name value`, the dashed spelling `--use-gpu`, bools as true/false/1/0, and a bare bool flag
+(`--use_gpu`) meaning true. The argv position of each flag is kept: it ranks delegates.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from acelera.core.errors import AceleraError
+
+TYPE_NAMES = {bool: "bool", int: "int32", float: "float", str: "string"}
+
+
+class FlagError(AceleraError):
+    """An unknown flag, a malformed value, or two plugins declaring one flag differently."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    type: type
+    default: Any
+    help: str = ""
+    owner: str = "acelera"
+    group: str = "General"
+    choices: tuple[str, ...] | None = None
+
+    def same_spec(self, other: "Flag") -> bool:
+        return (self.type, self.default, self.choices) == (other.type, other.default, other.choices)
+
+    def describe(self) -> str:
+        return f"{TYPE_NAMES[self.type]}, default {self.default!r}"
+
+    def parse(self, text: Any, where: str = "") -> Any:
+        """Parse a command-line or config value into this flag's type."""
+        where = f" ({where})" if where else ""
+        if self.type is bool:
+            if isinstance(text, bool):
+                return text
+            t = str(text).strip().lower()
+            if t in ("true", "1"):
+                return True
+            if t in ("false", "0"):
+                return False
+            raise FlagError(f"--{self.name}: expected true/false/1/0, got '{text}'{where}")
+        if self.type is int:
+            if isinstance(text, bool) or (not isinstance(text, (int, str))):
+                raise FlagError(f"--{self.name}: expected an integer, got {text!r}{where}")
+            try:
+                value = int(text)
+            except ValueError:
+                raise FlagError(f"--{self.name}: expected an integer, got '{text}'{where}") from None
+        elif self.type is float:
+            if isinstance(text, bool) or not isinstance(text, (int, float, str)):
+                raise FlagError(f"--{self.name}: expected a number, got {text!r}{where}")
+            try:
+                value = float(text)
+            except ValueError:
+                raise FlagError(f"--{self.name}: expected a number, got '{text}'{where}") from None
+        else:
+            if not isinstance(text, str):
+                raise FlagError(f"--{self.name}: expected a string, got {text!r}{where}")
+            value = text
+        if self.choices is not None and value not in self.choices:
+            raise FlagError(f"--{self.name}: '{value}' is not one of {', '.join(repr(c) for c in self.choices)}{where}")
+        return value
+
+
+@dataclass
+class ParsedFlags:
+    """Flag values set explicitly, where each came from, and argv positions (delegate rank)."""
+
+    flags: Mapping[str, Flag]
+    values: dict[str, Any] = field(default_factory=dict)
+    positions: dict[str, int] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    rest: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Any:
+        if name in self.values:
+            return self.values[name]
+        return self.flags[name].default
+
+    def is_set(self, name: str) -> bool:
+        return name in self.values
+
+    def options(self) -> dict[str, Any]:
+        """Every known flag with its effective value."""
+        return {n: self.get(n) for n in self.flags}
+
+
+class FlagSet:
+    """Flags merged from several owners; identical re-declarations are shared, others conflict."""
+
+    def __init__(self, flags: Iterable[Flag] = ()):
+        self.flags: dict[str, Flag] = {}
+        self.owners: dict[str, list[str]] = {}
+        for f in flags:
+            self.add(f)
+
+    def add(self, flag: Flag) -> None:
+        old = self.flags.get(flag.name)
+        if old is None:
+            self.flags[flag.name] = flag
+            self.owners[flag.name] = [flag.owner]
+        elif not old.same_spec(flag):
+            raise FlagError(f"flag --{flag.name} is declared by {old.owner} ({old.describe()}) and "
+                            f"differently by {flag.owner} ({flag.describe()})")
+        elif flag.owner not in self.owners[flag.name]:
+            self.owners[flag.name].append(flag.owner)
+
+    def check_compatible(self, flags: Iterable[Flag]) -> None:
+        """Raise FlagError if adding `flags` would conflict, without adding anything."""
+        trial = FlagSet(self.flags.values())
+        for f in flags:
+            trial.add(f)
+
+    def canonical(self, token: str) -> str | None:
+        name = token.replace("-", "_")
+        return name if name in self.flags else None
+
+    def suggest(self, name: str) -> str:
+        close = difflib.get_close_matches(name.replace("-", "_"), list(self.flags), n=1, cutoff=0.6)
+        return f" (did you mean --{close[0]}?)" if close else ""
+
+    def parse_argv(self, argv: Sequence[str], allow_positional: bool = True) -> ParsedFlags:
+        """Parse argv; unknown flags are FlagErrors with a did-you-mean suggestion."""
+        parsed = ParsedFlags(self.flags)
+        i = 0
+        while i < len(argv):
+            tok = argv[i]
+            if not tok.startswith("--") or tok == "--":
+                if not allow_positional:
+                    raise FlagError(f"unexpected argument '{tok}'")
+                parsed.rest.append(tok)
+                i += 1
+                continue
+            body = tok[2:]
+            name, eq, value = body.partition("=")
+            canon = self.canonical(name)
+            if canon is None:
+                raise FlagError(f"unknown flag --{name}{self.suggest(name)}")
+            flag = self.flags[canon]
+            if not eq:
+                nxt = argv[i + 1] if i + 1 < len(argv) else None
+                if flag.type is bool:
+                    if nxt is not None and nxt.lower() in ("true", "false", "1", "0"):
+                        value = nxt
+                        i += 1
+                    else:
+                        value = "true"
+                elif nxt is None:
+                    raise FlagError(f"--{canon} needs a value")
+                else:
+                    value = nxt
+                    i += 1
+            parsed.values[canon] = flag.parse(value)
+            parsed.positions[canon] = i
+            parsed.sources[canon] = "command line"
+            i += 1
+        return parsed
+
+    def normalize_argv(self, argv: Sequence[str]) -> list[str]:
+        """Rewrite known flags to `--name=value` (bare bools become `=true`); leave the rest."""
+        out = []
+        i = 0
+        while i < len(argv):
+            tok = argv[i]
+            if tok.startswith("--") and tok != "--":
+                name, eq, value = tok[2:].partition("=")
+                canon = self.canonical(name)
+                if canon is not None:
+                    flag = self.flags[canon]
+                    if not eq:
+                        nxt = argv[i + 1] if i + 1 < len(argv) else None
+                        if flag.type is bool:
+                            if nxt is not None and nxt.lower() in ("true", "false", "1", "0"):
+                                value, i = nxt, i + 1
+                            else:
+                                value = "true"
+                        elif nxt is not None:
+                            value, i = nxt, i + 1
+                        else:
+                            out.append(f"--{canon}")
+                            i += 1
+                            continue
+                    out.append(f"--{canon}={value}")
+                    i += 1
+                    continue
+            out.append(tok)
+            i += 1
+        return out

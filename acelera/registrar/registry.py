@@ -1,0 +1,218 @@
+"""Plugin discovery through entry points, broken-plugin isolation, availability and building.
+
+Every plugin, first-party or not, is a module registered under the entry-point group
+`acelera.delegates`; its `register_delegates(register)` hook declares DelegateSpecs.
+`ACELERA_PLUGINS` (comma-separated entry-point or distribution names) restricts which load;
+an empty value loads none. A plugin that fails to import, raises in its hook, or declares
+something inconsistent (including a flag that conflicts with another plugin's) is recorded in
+`broken` with the reason, and the others keep working.
+"""
+from __future__ import annotations
+
+import os
+import traceback
+import warnings
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Iterable, Mapping
+
+import pluggy
+
+from acelera.core.delegate import Delegate, Support
+from acelera.core.errors import AceleraError
+from acelera.registrar import hookspecs
+from acelera.registrar.flags import FlagSet, ParsedFlags
+from acelera.registrar.spec import COMMON_FLAGS, DelegateSpec
+
+GROUP = "acelera.delegates"
+
+
+class RegistryError(AceleraError):
+    """A delegate cannot be found, is unavailable, or failed to build."""
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    name: str  # entry-point name
+    module: str
+    distribution: str
+    version: str
+    delegates: tuple[str, ...]
+
+
+def _summary(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
+class Registry:
+    """The installed delegate plugins and the flags they declare."""
+
+    def __init__(self, entry_points: Iterable[Any] | None = None, allow: str | None = None):
+        self.pm = pluggy.PluginManager("acelera")
+        self.pm.add_hookspecs(hookspecs)
+        self.specs: dict[str, DelegateSpec] = {}
+        self.broken: dict[str, str] = {}
+        self.plugins: dict[str, PluginInfo] = {}
+        self.flagset = FlagSet(COMMON_FLAGS)
+        self._availability: dict[str, Support] = {}
+        if allow is None:
+            allow = os.environ.get("ACELERA_PLUGINS")
+        eps = entry_points if entry_points is not None else metadata.entry_points(group=GROUP)
+        for ep in eps:
+            dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+            if allow is not None and ep.name not in _split(allow) and dist not in _split(allow):
+                continue
+            self.load_plugin(ep.name, ep.load, dist, getattr(getattr(ep, "dist", None), "version", "?"))
+
+    def load_plugin(self, name: str, loader, distribution: str = "?", version: str = "?") -> None:
+        """Import one plugin and collect its specs; failures mark it broken."""
+        try:
+            module = loader()
+            self.pm.register(module, name=name)
+        except Exception as e:
+            self.broken[name] = f"failed to import: {_summary(e)}"
+            return
+        declared: list[DelegateSpec] = []
+        try:
+            for impl in self.pm.hook.register_delegates.get_hookimpls():
+                if impl.plugin_name == name:
+                    impl.function(register=declared.append)
+            for spec in declared:
+                if not isinstance(spec, DelegateSpec):
+                    raise TypeError(f"register() takes DelegateSpec objects, got {type(spec).__name__}")
+                spec.validate()
+                if spec.name in self.specs:
+                    raise ValueError(f"delegate name '{spec.name}' is already registered")
+            self.flagset.check_compatible(f for s in declared for f in s.flags)
+        except Exception as e:
+            self.pm.unregister(name=name)
+            self.broken[name] = f"failed to declare itself: {e if isinstance(e, AceleraError) else _summary(e)}"
+            return
+        for spec in declared:
+            self.specs[spec.name] = spec
+            for f in spec.flags:
+                self.flagset.add(f)
+        self.plugins[name] = PluginInfo(name, getattr(module, "__name__", "?"), distribution, version,
+                                        tuple(s.name for s in declared))
+
+    # --- queries -------------------------------------------------------------------------
+    def spec(self, name: str) -> DelegateSpec:
+        if name not in self.specs:
+            known = ", ".join(sorted(self.specs)) or "none"
+            hint = f"; broken plugins: {', '.join(sorted(self.broken))}" if self.broken else ""
+            raise RegistryError(f"no delegate named '{name}' (installed: {known}{hint})")
+        return self.specs[name]
+
+    def availability(self, name: str) -> Support:
+        """The plugin's availability probe, run once per process; exceptions count as unavailable."""
+        if name not in self._availability:
+            spec = self.spec(name)
+            try:
+                s = spec.probe()
+                s = s if isinstance(s, Support) else Support(bool(s), "" if s else "probe said no")
+            except Exception as e:
+                s = Support(False, f"availability probe raised {_summary(e)}")
+            self._availability[name] = s
+        return self._availability[name]
+
+    def plugin_of(self, delegate: str) -> PluginInfo | None:
+        return next((p for p in self.plugins.values() if delegate in p.delegates), None)
+
+    # --- building ------------------------------------------------------------------------
+    def enabled(self, parsed: ParsedFlags) -> list[DelegateSpec]:
+        """Specs the flags enable, in the order their enabling flags appear (ties stable)."""
+        options = parsed.options()
+        ranked = []
+        for order, spec in enumerate(self.specs.values()):
+            flags_on = [f for f in spec.enabled_by if options.get(f) is True]
+            if flags_on and spec.wants(options):
+                rank = min(parsed.positions.get(f, 0) for f in flags_on)
+                ranked.append((rank, order, spec))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        chosen = [s for _, _, s in ranked]
+        names = {s.name for s in chosen}
+        result = []
+        for spec in chosen:
+            primary = spec.fallback_for
+            if primary is not None and primary in names and self.availability(primary).ok:
+                continue  # the primary runs; the fallback is not needed
+            if spec.fallback_for is None and not self.availability(spec.name).ok and any(
+                    s.fallback_for == spec.name for s in chosen):
+                warnings.warn(f"{spec.name} is unavailable ({self.availability(spec.name).reason}); "
+                              f"falling back to {next(s.name for s in chosen if s.fallback_for == spec.name)}",
+                              stacklevel=2)
+                continue
+            result.append(spec)
+        return result
+
+    def build(self, parsed: ParsedFlags) -> list[Delegate]:
+        """Create the delegates the flags ask for, in rank order."""
+        options = parsed.options()
+        return [self._create(spec, options) for spec in self.enabled(parsed)]
+
+    def create(self, name: str, options: Mapping[str, Any] | None = None) -> Delegate:
+        """One delegate by name with options keyed by flag name (acelera.load_delegate)."""
+        spec = self.spec(name)
+        known = {f.name: f for f in spec.flags} | {f.name: f for f in COMMON_FLAGS}
+        values = {n: f.default for n, f in known.items()}
+        for key, value in (options or {}).items():
+            if key not in known:
+                close = FlagSet(known.values()).suggest(key)
+                raise RegistryError(f"{name}: unknown option '{key}'{close}")
+            values[key] = known[key].parse(value, where=f"option of {name}")
+        for e in spec.enabled_by:
+            if known[e].type is bool:
+                values[e] = True
+        return self._create(spec, values)
+
+    def _create(self, spec: DelegateSpec, options: Mapping[str, Any]) -> Delegate:
+        avail = self.availability(spec.name)
+        if not avail.ok:
+            raise RegistryError(f"{spec.name} is unavailable: {avail.reason}")
+        try:
+            d = spec.factory(options)
+        except AceleraError:
+            raise
+        except Exception as e:
+            raise RegistryError(f"{spec.name}: failed to create the delegate: {_summary(e)}") from None
+        if not isinstance(d, Delegate):
+            raise RegistryError(f"{spec.name}: factory returned {type(d).__name__}, not a Delegate")
+        d.max_delegated_partitions, d.min_nodes_per_partition = spec.partition_limits(options)
+        d.backend = spec.backend
+        return d
+
+    def planner(self, name: str, options: Mapping[str, Any]) -> Delegate:
+        """A delegate that only answers support questions from the declared table (for analyze)."""
+        spec = self.spec(name)
+        d = TableDelegate(*spec.partition_limits(options))
+        d.name, d.backend, d.op_table = spec.name, spec.backend, spec.op_table
+        return d
+
+
+class TableDelegate(Delegate):
+    """Plans from a spec's op table without a device: used to analyze unavailable delegates."""
+
+    def prepare(self, partition):
+        raise RegistryError(f"{self.name} can only plan here: it is not available")
+
+
+def _split(text: str) -> set[str]:
+    return {p.strip() for p in text.split(",") if p.strip()}
+
+
+_default: Registry | None = None
+
+
+def get_registry(refresh: bool = False) -> Registry:
+    """The process-wide registry of installed plugins."""
+    global _default
+    if _default is None or refresh:
+        _default = Registry()
+    return _default
+
+
+def load_delegate(name: str, options: Mapping[str, Any] | None = None) -> Delegate:
+    """LiteRT's load_delegate, taking a plugin's delegate name instead of a library path."""
+    return get_registry().create(name, options)

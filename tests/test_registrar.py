@@ -1,0 +1,196 @@
+"""Flags, config precedence, plugin discovery, broken plugins, ranking and building delegates."""
+import types
+
+import numpy as np
+import pytest
+
+from acelera import AceleraError
+from acelera.core.delegate import Delegate, OpSupport, OpTable, Support
+from acelera.core.subplan import ReferenceKernel
+from acelera.registrar import hookimpl
+from acelera.registrar.config import ConfigError, apply_config
+from acelera.registrar.flags import Flag, FlagError, FlagSet
+from acelera.registrar.registry import Registry, RegistryError, get_registry
+from acelera.registrar.spec import DelegateSpec
+
+FIRST_PARTY = {"xnnpack-cpu", "gpu-opencl", "gpu-gl", "nnapi", "hexagon", "coreml"}
+
+
+class EP:
+    """A stand-in for importlib.metadata.EntryPoint."""
+
+    def __init__(self, name, obj, dist="fake-dist"):
+        self.name = name
+        self._obj = obj
+        self.dist = types.SimpleNamespace(name=dist, version="9.9")
+
+    def load(self):
+        if isinstance(self._obj, Exception):
+            raise self._obj
+        return self._obj
+
+
+class Echo(Delegate):
+    def prepare(self, partition):
+        return ReferenceKernel(partition)
+
+
+def plugin(name, flags=(), ops=("ADD",), available=True, enabled_by=None, **spec_kw):
+    flag = f"use_{name.replace('-', '_')}"
+    all_flags = (Flag(flag, bool, False, f"enable {name}", name, name), *flags)
+
+    def factory(options):
+        d = Echo()
+        d.name = name
+        d.op_table = OpTable.of([OpSupport(o, 3) for o in ops], name)
+        d.options = dict(options)
+        return d
+
+    spec = DelegateSpec(name, f"{name} test delegate", "1.0", all_flags, enabled_by or (flag,),
+                        OpTable.of([OpSupport(o, 3) for o in ops], name), frozenset({"float32"}), "cpu",
+                        (lambda: Support(True)) if available else (lambda: Support(False, "no device")), factory,
+                        **spec_kw)
+    mod = types.SimpleNamespace(__name__=f"plug_{name}")
+
+    @hookimpl
+    def register_delegates(register):
+        register(spec)
+    mod.register_delegates = register_delegates
+    return mod
+
+
+def test_first_party_plugins_are_registered_through_entry_points():
+    reg = get_registry(refresh=True)
+    assert FIRST_PARTY <= set(reg.specs)
+    assert not reg.broken
+    assert reg.plugin_of("gpu-opencl").distribution == "acelera"
+    assert reg.flagset.flags["use_gpu"].default is False
+    assert reg.flagset.flags["gpu_precision_loss_allowed"].default is True
+
+
+def test_allowlist_env(monkeypatch):
+    monkeypatch.setenv("ACELERA_PLUGINS", "nnapi")
+    assert set(Registry().specs) == {"nnapi"}
+    monkeypatch.setenv("ACELERA_PLUGINS", "")
+    assert Registry().specs == {}
+
+
+def test_broken_plugins_are_isolated():
+    def bad_hook_module():
+        mod = types.SimpleNamespace(__name__="bad_hook")
+
+        @hookimpl
+        def register_delegates(register):
+            raise RuntimeError("kaboom")
+        mod.register_delegates = register_delegates
+        return mod
+
+    reg = Registry([EP("good", plugin("good")), EP("noimport", ImportError("No module named 'cuda'")),
+                    EP("badhook", bad_hook_module()), EP("notspec", _returns_junk())])
+    assert set(reg.specs) == {"good"}
+    assert "failed to import: ImportError: No module named 'cuda'" in reg.broken["noimport"]
+    assert "kaboom" in reg.broken["badhook"]
+    assert "DelegateSpec" in reg.broken["notspec"]
+
+
+def _returns_junk():
+    mod = types.SimpleNamespace(__name__="junk")
+
+    @hookimpl
+    def register_delegates(register):
+        register("not a spec")
+    mod.register_delegates = register_delegates
+    return mod
+
+
+def test_flag_conflict_names_both_plugins():
+    a = plugin("a", flags=(Flag("shared_level", int, 1, "", "a"),))
+    b = plugin("b", flags=(Flag("shared_level", int, 2, "", "b"),))
+    c = plugin("c", flags=(Flag("shared_level", int, 1, "", "c"),))
+    reg = Registry([EP("a", a), EP("b", b), EP("c", c)])
+    assert set(reg.specs) == {"a", "c"}
+    assert "--shared_level is declared by a" in reg.broken["b"] and "differently by b" in reg.broken["b"]
+    assert reg.flagset.owners["shared_level"] == ["a", "c"]
+
+
+def test_flag_syntax_variants():
+    fs = FlagSet([Flag("use_gpu", bool, False), Flag("num_threads", int, -1), Flag("gpu_backend", str, "")])
+    p = fs.parse_argv(["--use_gpu", "--num_threads", "4", "--gpu-backend=cl"])
+    assert p.values == {"use_gpu": True, "num_threads": 4, "gpu_backend": "cl"}
+    p = fs.parse_argv(["--use_gpu=0", "--num_threads=2"])
+    assert p.values["use_gpu"] is False
+    p = fs.parse_argv(["--use_gpu", "false"])
+    assert p.values["use_gpu"] is False
+    with pytest.raises(FlagError, match="did you mean --num_threads"):
+        fs.parse_argv(["--num_thread=2"])
+    with pytest.raises(FlagError, match="expected true/false/1/0"):
+        fs.parse_argv(["--use_gpu=yes"])
+    with pytest.raises(FlagError, match="expected an integer"):
+        fs.parse_argv(["--num_threads=two"])
+    assert fs.normalize_argv(["--use-gpu", "--num_threads", "3", "pos"]) == ["--use_gpu=true", "--num_threads=3", "pos"]
+
+
+def test_rank_follows_command_line_order_and_fallback():
+    reg = Registry([EP("p", plugin("p")), EP("q", plugin("q"))])
+    assert [s.name for s in reg.enabled(reg.flagset.parse_argv(["--use_q", "--use_p"]))] == ["q", "p"]
+    assert [s.name for s in reg.enabled(reg.flagset.parse_argv(["--use_p=true", "--use_q=true"]))] == ["p", "q"]
+    ds = reg.build(reg.flagset.parse_argv(["--use_q", "--use_p"]))
+    assert [d.name for d in ds] == ["q", "p"]
+
+
+def test_gpu_backend_fallback_rules():
+    gpu_flags = (Flag("gpu_backend", str, "", "", "gpu"), Flag("use_gpu", bool, False, "", "gpu"))
+    cl = plugin("cl", flags=gpu_flags, available=False, enabled_by=("use_gpu",),
+                wants=lambda o: o["gpu_backend"] in ("", "cl"))
+    gl = plugin("gl", flags=gpu_flags, enabled_by=("use_gpu",), wants=lambda o: o["gpu_backend"] in ("", "gl"),
+                fallback_for="cl")
+    reg = Registry([EP("cl", cl), EP("gl", gl)])
+    assert not reg.broken
+    with pytest.warns(UserWarning, match="falling back to gl"):
+        assert [s.name for s in reg.enabled(reg.flagset.parse_argv(["--use_gpu"]))] == ["gl"]
+    with pytest.raises(RegistryError, match="cl is unavailable: no device"):
+        reg.build(reg.flagset.parse_argv(["--use_gpu", "--gpu_backend=cl"]))
+
+
+def test_load_delegate_options_and_errors():
+    reg = Registry([EP("p", plugin("p", flags=(Flag("p_level", int, 3, "", "p"),)))])
+    d = reg.create("p", {"p_level": "7", "max_delegated_partitions": 2})
+    assert d.options["p_level"] == 7 and d.options["use_p"] is True and d.max_delegated_partitions == 2
+    with pytest.raises(RegistryError, match="unknown option 'p_levle' \\(did you mean --p_level\\?\\)"):
+        reg.create("p", {"p_levle": 1})
+    with pytest.raises(RegistryError, match="no delegate named 'zz'"):
+        reg.create("zz")
+    reg2 = Registry([EP("u", plugin("u", available=False))])
+    with pytest.raises(RegistryError, match="u is unavailable: no device"):
+        reg2.create("u")
+
+
+def test_config_precedence(tmp_path):
+    fs = FlagSet([Flag("num_threads", int, -1), Flag("use_gpu", bool, False), Flag("gpu_backend", str, "")])
+    cfg = tmp_path / "acelera.toml"
+    cfg.write_text('num_threads = 4\nuse_gpu = true\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.acelera]\nnum_threads = 2\ngpu_backend = "gl"\n')
+    p = apply_config(fs.parse_argv(["--num_threads=8"]), fs, cfg, cwd=tmp_path)
+    assert p.get("num_threads") == 8 and p.get("use_gpu") is True and p.get("gpu_backend") == "gl"
+    assert p.sources["use_gpu"] == str(cfg)
+    p = apply_config(fs.parse_argv([]), fs, None, cwd=tmp_path)
+    assert p.get("num_threads") == 2 and p.get("use_gpu") is False
+
+
+@pytest.mark.parametrize("text, message", [
+    ("num_thread = 4", "unknown key 'num_thread' \\(did you mean --num_threads\\?\\)"),
+    ('num_threads = "4"', "'num_threads' must be a int"),
+    ("use_gpu = 1", "'use_gpu' must be a bool"),
+    ("num_threads = ", "invalid TOML"),
+])
+def test_config_errors_name_the_file(tmp_path, text, message):
+    fs = FlagSet([Flag("num_threads", int, -1), Flag("use_gpu", bool, False)])
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError, match=message) as e:
+        apply_config(fs.parse_argv([]), fs, cfg, cwd=tmp_path)
+    assert str(cfg) in str(e.value)
+
+
+def test_errors_are_acelera_errors():
+    assert issubclass(FlagError, AceleraError) and issubclass(RegistryError, AceleraError)
