@@ -12,4 +12,12 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["AceleraError", "ModelError", "Interpreter", "__version__"]
+def load_delegate(name: str, options: dict | None = None):
+    """LiteRT's load_delegate, taking a plugin's delegate name (e.g. "gpu-opencl") instead of a
+    library path; option keys are the plugin's flag names."""
+    from acelera.registrar.registry import load_delegate as _load
+
+    return _load(name, options)
+
+
+__all__ = ["load_delegate", "AceleraError", "ModelError", "Interpreter", "__version__"]
