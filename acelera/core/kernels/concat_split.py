@@ -1,0 +1,310 @@
+"""CONCATENATION, SPLIT, SPLIT_V, PACK and UNPACK reference kernels.
+
+Semantics follow LiteRT's `concatenation.cc` (uint8 inputs whose scale or zero point differ
+from the output's are requantized with the float formula of ConcatenationWithScaling; int8
+inputs must share the output's parameters; int16 needs zero points 0 and is copied as is),
+`split.cc`, `split_v.cc`, `pack.cc` and `unpack.cc`. SPLIT, SPLIT_V and UNPACK return views;
+CONCATENATION copies each input a contiguous run at a time (see `copy_block`).
+
+LiteRT refuses a fused activation on CONCATENATION; acelera applies RELU, RELU_N1_TO_1 and
+RELU6 (clamping in float, or to the quantized activation range for quantized outputs).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from acelera.core.kernels.common import NONE, RELU, RELU6, RELU_N1_TO_1, quantized_activation_range
+from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.quant import round_half_away
+from acelera.core.kernels.reshape import (check_same_type, check_type, copy_block, declared_zeros,
+                                          is_placeholder, legacy_qparams, same_qparams)
+
+CONCAT_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL", "UINT32"})
+SPLIT_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"})
+PACK_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64", "UINT32"})
+UNPACK_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "BOOL"})
+_FLOAT_ACT = {RELU: (0.0, None), RELU6: (0.0, 6.0), RELU_N1_TO_1: (-1.0, 1.0)}
+
+
+# --- CONCATENATION ------------------------------------------------------------------------
+
+def _requant_table(in_scale: np.float32, in_zp: int, out_scale: np.float32, out_zp: int) -> np.ndarray:
+    """ConcatenationWithScaling for one uint8 input as a 256-entry table, in float32 as the C++."""
+    scale = np.float32(in_scale * (np.float32(1.0) / out_scale))
+    bias = np.float32(np.float32(-in_zp) * scale)
+    v = np.arange(256, dtype=np.float32) * scale + bias  # float32 multiply, then add
+    r = round_half_away(v.astype(np.float64))  # std::round, exact on float32 values in float64
+    return np.clip(r + out_zp, 0, 255).astype(np.uint8)
+
+
+@register("CONCATENATION", max_version=6)
+def concatenation(node: NodeContext):
+    ins = node.inputs
+    out_t = node.outputs[0]
+    if not ins or any(t is None for t in ins):
+        raise ValueError("CONCATENATION needs at least one input and no absent inputs")
+    t0 = ins[0]
+    check_type(node, t0, CONCAT_TYPES)
+    check_same_type(node, t0, out_t)
+    for t in ins[1:]:
+        if t.type != t0.type:
+            raise node.unsupported(f"input types {t0.type_name} and {t.type_name} differ")
+    rank = len(t0.shape)
+    axis = int(node.options.get("axis", 0))
+    if axis < 0:
+        axis += rank
+    act = int(node.options.get("fused_activation_function", NONE))
+    scalars = rank == 0
+    if scalars:
+        # LiteRT concatenates scalars (into a vector) only when they are all constant.
+        if axis != 0 or any(t.data is None for t in ins) or any(len(t.shape) for t in ins):
+            raise ValueError("CONCATENATION of scalars needs constant inputs and axis 0")
+    elif not 0 <= axis < rank:
+        raise ValueError(f"CONCATENATION axis {node.options.get('axis', 0)} is out of range for rank {rank}")
+    for t in ins[1:]:
+        if len(t.shape) != rank:
+            raise ValueError(f"CONCATENATION inputs have ranks {rank} and {len(t.shape)}")
+
+    name = t0.type_name
+    fixes = [None] * len(ins)  # per-input requantization table (uint8) or None to copy
+    if name == "INT8":
+        if any(not same_qparams(t, out_t) for t in ins):
+            raise node.unsupported("int8 inputs need the output's scale and zero point")
+    elif name == "INT16":
+        if any(legacy_qparams(t)[1] for t in ins) or legacy_qparams(out_t)[1]:
+            raise node.unsupported("int16 tensors need zero point 0")
+    elif name == "UINT8":
+        o_s, o_z = legacy_qparams(out_t)
+        for k, t in enumerate(ins):
+            s, z = legacy_qparams(t)
+            if not (s == o_s and z == o_z):
+                if o_s == 0:
+                    raise node.unsupported("uint8 inputs need requantizing to an output without a scale")
+                fixes[k] = _requant_table(s, z, o_s, o_z)
+
+    clamp = None
+    if act != NONE:
+        if act not in _FLOAT_ACT:
+            raise node.unsupported(f"fused activation {act}")
+        if name in ("FLOAT32", "FLOAT16"):
+            clamp = _FLOAT_ACT[act]
+        elif name in ("UINT8", "INT8", "INT16") and out_t.quantization.is_set:
+            o_s, o_z = legacy_qparams(out_t)
+            clamp = quantized_activation_range(act, float(o_s), o_z, out_t.dtype)
+        else:
+            raise node.unsupported(f"fused activation on {name} outputs")
+    any_fix = any(f is not None for f in fixes)
+
+    out_dtype = out_t.dtype
+    lead = (0,) * axis
+    trail = (0,) * (rank - axis - 1)
+
+    def run(*xs):
+        if any_fix:
+            xs = [x if f is None else np.take(f, x) for x, f in zip(xs, fixes)]
+        if scalars:
+            out = np.stack(xs)
+        elif len(xs) == 1:
+            out = xs[0] if clamp is None else xs[0].copy()
+        elif math.prod(xs[0].shape[:axis]) < 512:  # few runs: numpy's own loop is fastest
+            out = np.concatenate(xs, axis=axis)
+        else:
+            shape = list(xs[0].shape)
+            rest = (shape[:axis], shape[axis + 1:])
+            total = 0
+            for x in xs:
+                if x.ndim != rank or (list(x.shape[:axis]), list(x.shape[axis + 1:])) != rest:
+                    raise ValueError(f"CONCATENATION inputs of shapes {[list(v.shape) for v in xs]} "
+                                     f"do not match outside axis {axis}")
+                total += x.shape[axis]
+            shape[axis] = total
+            out = np.empty(shape, out_dtype)
+            pos = 0
+            for x in xs:
+                copy_block(out, x, lead + (pos,) + trail)
+                pos += x.shape[axis]
+        if clamp is not None:
+            np.clip(out, clamp[0], clamp[1], out=out)
+        return out
+    return run
+
+
+# --- SPLIT / SPLIT_V ----------------------------------------------------------------------
+
+def _axis_value(v, rank: int) -> int:
+    v = np.ravel(v)
+    if v.size < 1:
+        raise ValueError("split axis tensor is empty")
+    a = int(v[0])
+    if a < 0:
+        a += rank
+    if not 0 <= a < rank:
+        raise ValueError(f"split axis {int(v[0])} is out of range for rank {rank}")
+    return a
+
+
+def _split_even(shape: tuple[int, ...], axis: int, num: int) -> list[int]:
+    n = shape[axis]
+    if num == 0 or n % num:
+        raise ValueError(f"cannot split dimension {n} evenly into {num} parts")
+    return [n // num] * num
+
+
+def _split_sizes(shape: tuple[int, ...], axis: int, sizes) -> list[int]:
+    sizes = [int(s) for s in np.ravel(sizes)]
+    n = shape[axis]
+    if sizes.count(-1) > 1:
+        raise ValueError("size_splits contains more than one -1")
+    total = sum(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if total > n:
+            raise ValueError(f"size_splits {sizes} sum past the dimension {n}")
+        sizes[sizes.index(-1)] = n - total
+    elif total != n:
+        raise ValueError(f"size_splits {sizes} must sum to the dimension {n}")
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"size_splits {sizes} has a negative size")
+    return sizes
+
+
+def _cut(x: np.ndarray, axis: int, sizes: list[int]) -> tuple[np.ndarray, ...]:
+    lead = (slice(None),) * axis
+    out = []
+    pos = 0
+    for s in sizes:
+        out.append(x[lead + (slice(pos, pos + s),)])
+        pos += s
+    return tuple(out)
+
+
+def _check_outputs(node: NodeContext, x_t, allowed) -> None:
+    check_type(node, x_t, allowed)
+    for o in node.outputs:
+        check_same_type(node, x_t, o)
+
+
+@register("SPLIT", max_version=4)
+def split(node: NodeContext):
+    axis_t, x_t = node.inputs[0], node.inputs[1]
+    _check_outputs(node, x_t, SPLIT_TYPES)
+    check_type(node, axis_t, ("INT32",), "axis")
+    num = int(node.options.get("num_splits", 0))
+    if num != len(node.outputs):
+        raise ValueError(f"SPLIT num_splits {num} but the node has {len(node.outputs)} outputs")
+    if axis_t.data is not None:
+        axis = _axis_value(axis_t.data, len(x_t.shape))
+        cache = {x_t.shape: _split_even(x_t.shape, axis, num)}
+
+        def run(_a, x):
+            sizes = cache.get(x.shape)
+            if sizes is None:
+                sizes = cache[x.shape] = _split_even(x.shape, axis, num)
+            return _cut(x, axis, sizes)
+        return run
+
+    def run_dynamic(a, x):
+        try:
+            ax = _axis_value(a, x.ndim)
+            return _cut(x, ax, _split_even(x.shape, ax, num))
+        except ValueError:
+            if is_placeholder(a):  # the executor's shape pass
+                return tuple(declared_zeros(node, k) for k in range(num))
+            raise
+    return run_dynamic
+
+
+@register("SPLIT_V", max_version=2)
+def split_v(node: NodeContext):
+    x_t, sizes_t, axis_t = node.inputs[0], node.inputs[1], node.inputs[2]
+    _check_outputs(node, x_t, SPLIT_TYPES)
+    check_type(node, sizes_t, ("INT32", "INT64"), "size_splits")
+    check_type(node, axis_t, ("INT32",), "axis")
+    num = int(node.options.get("num_splits", 0))
+    if num != len(node.outputs):
+        raise ValueError(f"SPLIT_V num_splits {num} but the node has {len(node.outputs)} outputs")
+    if len(sizes_t.shape) != 1 or sizes_t.shape[0] != num:
+        raise ValueError(f"SPLIT_V size_splits of shape {list(sizes_t.shape)} for {num} outputs")
+    if axis_t.data is not None and sizes_t.data is not None:
+        axis = _axis_value(axis_t.data, len(x_t.shape))
+        sizes_c = sizes_t.data
+        cache = {x_t.shape: _split_sizes(x_t.shape, axis, sizes_c)}
+
+        def run(x, *_):
+            sizes = cache.get(x.shape)
+            if sizes is None:
+                sizes = cache[x.shape] = _split_sizes(x.shape, axis, sizes_c)
+            return _cut(x, axis, sizes)
+        return run
+
+    dynamic = [k for k, t in enumerate((sizes_t, axis_t)) if t.data is None]
+
+    def run_dynamic(x, s, a):
+        try:
+            ax = _axis_value(a, x.ndim)
+            return _cut(x, ax, _split_sizes(x.shape, ax, s))
+        except ValueError:
+            if any(is_placeholder((s, a)[k]) for k in dynamic):  # the executor's shape pass
+                return tuple(declared_zeros(node, k) for k in range(num))
+            raise
+    return run_dynamic
+
+
+# --- PACK / UNPACK ------------------------------------------------------------------------
+
+@register("PACK", max_version=4)
+def pack(node: NodeContext):
+    ins = node.inputs
+    out_t = node.outputs[0]
+    count = int(node.options.get("values_count", 0))
+    if count != len(ins) or count < 1 or any(t is None for t in ins):
+        raise ValueError(f"PACK values_count {count} but the node has {len(ins)} inputs")
+    t0 = ins[0]
+    check_type(node, t0, PACK_TYPES)
+    check_same_type(node, t0, out_t)
+    rank = len(t0.shape)
+    axis = int(node.options.get("axis", 0))
+    if axis < 0:
+        axis += rank + 1
+    if not 0 <= axis <= rank:
+        raise ValueError(f"PACK axis {node.options.get('axis', 0)} is out of range for rank {rank}")
+    for t in ins:
+        if t.type != t0.type:
+            raise node.unsupported(f"input types {t0.type_name} and {t.type_name} differ")
+        if t.shape != t0.shape:
+            raise ValueError(f"PACK inputs have shapes {list(t0.shape)} and {list(t.shape)}")
+        if not same_qparams(t, out_t):
+            raise node.unsupported("inputs need the output's scale and zero point")
+
+    def run(*xs):
+        return np.stack(xs, axis=axis)
+    return run
+
+
+@register("UNPACK", max_version=5)
+def unpack(node: NodeContext):
+    x_t = node.inputs[0]
+    _check_outputs(node, x_t, UNPACK_TYPES)
+    rank = len(x_t.shape)
+    num = int(node.options.get("num", 0))
+    axis = int(node.options.get("axis", 0))
+    if axis < 0:
+        axis += rank
+    if not 0 <= axis < rank:
+        raise ValueError(f"UNPACK axis {node.options.get('axis', 0)} is out of range for rank {rank}")
+    if int(np.prod(x_t.shape)) == 0:
+        raise ValueError("UNPACK input has no elements")
+    if num != x_t.shape[axis] or num != len(node.outputs):
+        raise ValueError(f"UNPACK num {num} but dimension {axis} is {x_t.shape[axis]} "
+                         f"and the node has {len(node.outputs)} outputs")
+    for o in node.outputs:
+        if not same_qparams(x_t, o):
+            raise node.unsupported("outputs need the input's scale and zero point")
+    lead = (slice(None),) * axis
+
+    def run(x):
+        if x.shape[axis] != num:
+            raise ValueError(f"UNPACK num {num} but dimension {axis} is {x.shape[axis]}")
+        return tuple(x[lead + (i, Ellipsis)] for i in range(num))
+    return run

@@ -1,0 +1,261 @@
+"""STRIDED_SLICE and SLICE reference kernels (LiteRT `strided_slice.cc`, `slice.cc`).
+
+Both compute, per axis, a start/stop/step exactly as LiteRT does (masks, negative indices,
+clamping, negative strides, the ellipsis and new-axis expansion of BuildStridedSliceParams,
+the v8 `offset` option where `end` is a size relative to `begin`) and return a numpy view.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.reshape import SIZED_TYPES, check_same_type, check_type, declared_zeros, is_placeholder
+
+INT32_MIN = -(1 << 31)
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return hi if v > hi else lo if v < lo else v
+
+
+def _bit(mask: int, i: int) -> bool:
+    return bool((mask >> i) & 1)
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """How to cut one input shape: reshape to `effective`, index with `index`, reshape to `out`."""
+
+    effective: tuple[int, ...]
+    index: tuple[slice, ...]
+    out: tuple[int, ...]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if x.shape != self.effective:
+            x = x.reshape(self.effective)
+        y = x[self.index]  # `index` ends with Ellipsis, so a full shrink still gives an array
+        return y if y.shape == self.out else y.reshape(self.out)
+
+
+def _axis_slice(start: int, stop: int, stride: int) -> tuple[slice, int]:
+    """A Python slice walking start, start+stride, ... while before `stop` (C loop semantics)."""
+    if stride > 0:
+        count = 0 if stop <= start else (stop - start - 1) // stride + 1
+    else:
+        count = 0 if stop >= start else (start - stop - 1) // (-stride) + 1
+    if count == 0:
+        return slice(0, 0), 0
+    last = start + (count - 1) * stride
+    end = last + (1 if stride > 0 else -1)
+    return slice(start, end if end >= 0 else None, stride), count
+
+
+def strided_slice_plan(in_shape: tuple[int, ...], begin, end, strides, begin_mask: int, end_mask: int,
+                       ellipsis_mask: int, new_axis_mask: int, shrink_axis_mask: int,
+                       offset: bool) -> SlicePlan:
+    """LiteRT's BuildStridedSliceParams + StartForAxis/EndForAxis + ResizeOutputTensor."""
+    begin = [int(v) for v in begin]
+    end = [int(v) for v in end]
+    strides = [int(v) for v in strides]
+    n = len(begin)
+    if len(end) != n or len(strides) != n:
+        raise ValueError("STRIDED_SLICE begin, end and strides must have the same length")
+    if n > 31:
+        raise ValueError("STRIDED_SLICE supports up to 31 indices")
+    rank = len(in_shape)
+    num_add_axis = sum(1 for i in range(n) if not _bit(ellipsis_mask, i) and _bit(new_axis_mask, i))
+    eff_dims = rank + num_add_axis
+
+    # Expand the ellipsis, and move the new-axis bits past it (LiteRT's effective masks).
+    eff_ellipsis = set()
+    eff_new_axis = set()
+    ellipsis_start = eff_dims
+    expanded = 0
+    i = 0
+    while i < eff_dims:
+        if _bit(ellipsis_mask, i):
+            ellipsis_start = i
+            stop = max(i + 1, min(i + 1 + num_add_axis + rank - n, eff_dims))
+            expanded = stop - ellipsis_start - 1
+            eff_ellipsis.update(range(i, stop))
+            i = stop
+            continue
+        if i - expanded >= 0 and _bit(new_axis_mask, i - expanded):
+            eff_new_axis.add(i)
+        i += 1
+
+    effective = []
+    axes = []  # (start, stop, stride, shrink, requested_size) per effective axis
+    added_ellipsis = added_axes = 0
+    for i in range(eff_dims):
+        if i in eff_ellipsis:
+            added_ellipsis = max(0, i - ellipsis_start)
+            size = in_shape[i - added_axes]
+            effective.append(size)
+            axes.append((0, size, 1, False, None))
+        elif i in eff_new_axis:
+            effective.append(1)
+            axes.append((0, 1, 1, False, None))
+            added_axes += 1
+        elif i >= n + expanded:
+            size = in_shape[i - added_axes]
+            effective.append(size)
+            axes.append((0, size, 1, False, None))
+        else:
+            o = i - added_ellipsis
+            size = in_shape[i - added_axes]
+            effective.append(size)
+            stride = strides[o]
+            if stride == 0:
+                raise ValueError("STRIDED_SLICE stride value has to be non-zero")
+            if stride == INT32_MIN:
+                raise ValueError("STRIDED_SLICE stride value INT32_MIN is not supported")
+            shrink = _bit(shrink_axis_mask, o)
+            # StartForAxis
+            start = begin[o]
+            if start < 0:
+                start += size
+            start = _clamp(start, 0, size) if stride > 0 else _clamp(start, -1, size - 1)
+            if _bit(begin_mask, o):
+                start = 0 if stride > 0 else size - 1
+            # EndForAxis
+            if shrink:
+                stop = start if start >= size else start + 1
+            else:
+                stop = end[o] + (start if offset else 0)
+                if stop < 0:
+                    stop += size
+                stop = _clamp(stop, 0, size) if stride > 0 else _clamp(stop, -1, size - 1)
+                if _bit(end_mask, o):
+                    stop = size if stride > 0 else -1
+            axes.append((start, stop, stride, shrink, end[o] if offset else None))
+
+    index: list = []
+    out = []
+    for (start, stop, stride, shrink, requested), size in zip(axes, effective):
+        if shrink:
+            # LiteRT walks [start, start + 1); an index outside the axis has no element.
+            if not 0 <= start < size:
+                raise ValueError(f"STRIDED_SLICE shrink index {start} is out of range for size {size}")
+            index.append(start)
+            continue
+        sl, count = _axis_slice(start, stop, stride)
+        if requested is not None and _litert_count(requested, stride) != count:
+            raise ValueError(f"STRIDED_SLICE offset: size {requested} from index {start} "
+                             f"does not fit dimension {size}")
+        index.append(sl)
+        out.append(count)
+    return SlicePlan(tuple(effective), tuple(index) + (Ellipsis,), tuple(out))
+
+
+def _cdiv(a: int, b: int) -> int:
+    """C integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _litert_count(extent: int, stride: int) -> int:
+    """ResizeOutputTensor's element count for an extent walked with `stride`."""
+    if (extent < 0) != (stride < 0):
+        return 0
+    if stride < 0:
+        return _cdiv(extent + 1, stride) + 1
+    return 0 if extent == 0 else (extent - 1) // stride + 1
+
+
+@register("STRIDED_SLICE", max_version=8)
+def strided_slice(node: NodeContext):
+    x_t = node.inputs[0]
+    check_type(node, x_t, SIZED_TYPES)
+    check_same_type(node, x_t, node.outputs[0])
+    idx_t = node.inputs[1:4]
+    for t, what in zip(idx_t, ("begin", "end", "strides")):
+        check_type(node, t, ("INT32",), what)
+        if len(t.shape) != 1:
+            raise ValueError(f"STRIDED_SLICE {what} must be a vector, got shape {list(t.shape)}")
+    opts = node.options
+    masks = tuple(int(opts.get(k, 0)) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                                   "new_axis_mask", "shrink_axis_mask"))
+    offset = bool(opts.get("offset", False))
+
+    def plan_for(shape, b, e, s):
+        return strided_slice_plan(shape, b, e, s, *masks, offset)
+
+    if all(t.data is not None for t in idx_t):
+        b, e, s = (t.data for t in idx_t)
+        cache = {x_t.shape: plan_for(x_t.shape, b, e, s)}
+
+        def run(x, *_):
+            plan = cache.get(x.shape)
+            if plan is None:
+                plan = cache[x.shape] = plan_for(x.shape, b, e, s)
+            return plan(x)
+        return run
+
+    dynamic = [k for k, t in enumerate(idx_t) if t.data is None]
+
+    def run_dynamic(x, b, e, s):
+        try:
+            plan = plan_for(x.shape, b, e, s)
+        except ValueError:
+            if any(is_placeholder((b, e, s)[k]) for k in dynamic):  # the executor's shape pass
+                return declared_zeros(node)
+            raise
+        return plan(x)
+    return run_dynamic
+
+
+# --- SLICE --------------------------------------------------------------------------------
+
+def slice_plan(in_shape: tuple[int, ...], begin, size) -> SlicePlan:
+    begin = [int(v) for v in np.ravel(begin)]
+    size = [int(v) for v in np.ravel(size)]
+    rank = len(in_shape)
+    if len(begin) < rank or len(size) < rank:
+        raise ValueError(f"SLICE needs {rank} begin and size values, got {len(begin)} and {len(size)}")
+    index = []
+    out = []
+    for d, n in enumerate(in_shape):
+        b, s = begin[d], size[d]
+        if b < 0:
+            raise ValueError(f"SLICE begin {b} is negative")
+        if s < 0:
+            if s != -1:
+                raise ValueError(f"SLICE size {s} is invalid")
+            s = n - b
+            if s < 0:
+                raise ValueError(f"SLICE begin {b} exceeds dimension {n}")
+        elif b + s > n:
+            raise ValueError(f"SLICE begin {b} + size {s} exceeds dimension {n}")
+        index.append(slice(b, b + s))
+        out.append(s)
+    return SlicePlan(tuple(in_shape), tuple(index), tuple(out))
+
+
+@register("SLICE", max_version=8)
+def slice_(node: NodeContext):
+    x_t, b_t, s_t = node.inputs[0], node.inputs[1], node.inputs[2]
+    check_type(node, x_t, SIZED_TYPES)
+    check_same_type(node, x_t, node.outputs[0])
+    check_type(node, b_t, ("INT32", "INT64"), "begin")
+    check_type(node, s_t, ("INT32", "INT64"), "size")
+    if b_t.type != s_t.type:
+        raise node.unsupported(f"begin type {b_t.type_name} differs from size type {s_t.type_name}")
+    if len(b_t.shape) != 1 or len(s_t.shape) != 1 or b_t.shape != s_t.shape:
+        raise ValueError(f"SLICE begin {list(b_t.shape)} and size {list(s_t.shape)} must be equal-length vectors")
+    if b_t.data is not None and s_t.data is not None:
+        b, s = b_t.data, s_t.data
+        cache = {x_t.shape: slice_plan(x_t.shape, b, s)}
+
+        def run(x, *_):
+            plan = cache.get(x.shape)
+            if plan is None:
+                plan = cache[x.shape] = slice_plan(x.shape, b, s)
+            return plan(x)
+        return run
+
+    def run_dynamic(x, b, s):
+        return slice_plan(x.shape, b, s)(x)
+    return run_dynamic

@@ -1,0 +1,56 @@
+"""TRANSPOSE reference kernel (LiteRT `transpose.cc`): a permuted view of the input.
+
+The permutation is an int32 vector of length rank (negative entries count from the end);
+LiteRT moves elements by size (8/16/32/64 bits), so every such type is supported, up to rank 8.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.reshape import SIZED_TYPES, check_same_type, check_type, declared_zeros, is_placeholder
+
+MAX_RANK = 8
+
+
+def resolve_perm(perm, rank: int) -> tuple[int, ...]:
+    perm = [int(p) for p in np.asarray(perm).reshape(-1)]
+    if len(perm) != rank:
+        raise ValueError(f"TRANSPOSE permutation {perm} has {len(perm)} entries for rank {rank}")
+    out = []
+    for p in perm:
+        if not -rank <= p < rank:
+            raise ValueError(f"TRANSPOSE permutation {perm} is out of bounds for rank {rank}")
+        out.append(p + rank if p < 0 else p)
+    if sorted(out) != list(range(rank)):
+        raise ValueError(f"TRANSPOSE permutation {perm} is not a permutation")
+    return tuple(out)
+
+
+# Version 9 only adds float16, which a numpy view handles like any other type.
+@register("TRANSPOSE", max_version=9)
+def transpose(node: NodeContext):
+    x_t, perm_t = node.inputs[0], node.inputs[1]
+    check_type(node, x_t, SIZED_TYPES)
+    check_same_type(node, x_t, node.outputs[0])
+    check_type(node, perm_t, ("INT32",), "permutation")
+    if len(x_t.shape) > MAX_RANK:
+        raise node.unsupported(f"rank {len(x_t.shape)} input (at most {MAX_RANK})")
+    if len(perm_t.shape) != 1:
+        raise ValueError(f"TRANSPOSE permutation must be a vector, got shape {list(perm_t.shape)}")
+    if perm_t.data is not None:
+        perm = resolve_perm(perm_t.data, len(x_t.shape))
+
+        def run(x, _perm=None):
+            return x.transpose(perm)
+        return run
+
+    def run_dynamic(x, perm_v):
+        try:
+            p = resolve_perm(perm_v, x.ndim)
+        except ValueError:
+            if is_placeholder(perm_v):
+                return declared_zeros(node)
+            raise
+        return x.transpose(p)
+    return run_dynamic
