@@ -1,0 +1,440 @@
+"""FULLY_CONNECTED reference kernel, bit-exact with LiteRT 2.3's BUILTIN_REF kernel.
+
+Semantics follow tflite/kernels/fully_connected.cc (Prepare/EvalQuantized with
+kReference) and the reference kernels it calls:
+
+* float32: one float32 matmul against the weights transposed at prepare time.
+* int8 / uint8 / int16x8 (int16 activations, int8 or int4 weights), per-tensor or
+  per-channel: the reference kernels requantize **in double precision**
+  (``round(double(acc) * in_scale * filter_scale / out_scale)``), not with the
+  fixed-point multiplier the optimized kernels use. The accumulator is int32 (wrapping)
+  except for int16 activations, where it is int64 unless ``quantized_bias_type`` is INT32.
+* int16x16 (int16 weights): int64 accumulator, fixed-point
+  MultiplyByQuantizedMultiplier(int64) requantization.
+* hybrid (float32 input, int8/uint8/int4 weights, float32 output): inputs are quantized
+  per batch row (symmetric, or asymmetric with ``asymmetric_quantize_inputs``) exactly as
+  tensor_utils::BatchQuantizeFloats does, accumulated exactly, then scaled in float32.
+
+Integer accumulations run as float64 BLAS matmuls of integer-valued arrays, which are exact
+for these operand ranges, and are converted to int64 afterwards.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from acelera.core import quant
+from acelera.core.kernels.common import (
+    ACTIVATION_NAMES, NONE, RELU, RELU6, RELU_N1_TO_1, apply_float_activation,
+    float_activation_range, quantized_activation_range)
+from acelera.core.kernels.registry import NodeContext, register
+
+INT32_MIN = -(1 << 31)
+CLIPPING_ACTIVATIONS = (NONE, RELU, RELU_N1_TO_1, RELU6)
+# TensorType codes used by FullyConnectedOptions.quantized_bias_type.
+_TT_FLOAT32, _TT_INT32, _TT_INT64 = 0, 2, 4
+
+
+# --- helpers shared with batch_matmul -----------------------------------------------------
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """Exact std::round (halves away from zero) for float32/float64 arrays, in their dtype.
+
+    floor(|x| + 0.5) is wrong for the largest float below 0.5 (the addition rounds up to 1);
+    adding the largest float below 0.5 instead is exact for every input: a true half still
+    rounds up (ties-to-even lands on the integer), anything below a half stays below.
+    """
+    half = _BELOW_HALF[x.dtype.type]
+    return np.copysign(np.floor(np.abs(x) + half), x)
+
+
+_BELOW_HALF = {np.float64: np.nextafter(np.float64(0.5), np.float64(0)),
+               np.float32: np.nextafter(np.float32(0.5), np.float32(0))}
+
+
+def double_to_int32(r: np.ndarray) -> np.ndarray:
+    """static_cast<int32_t>(double) on x86: out-of-range and NaN give INT32_MIN. Returns int64."""
+    bad = ~((r >= -2147483648.0) & (r <= 2147483647.0))
+    if bad.any():
+        r = np.where(bad, float(INT32_MIN), r)
+    return r.astype(np.int64)
+
+
+def wrap_int32(x: np.ndarray) -> np.ndarray:
+    """Two's complement wrap of int64 values to the int32 range (an int32 accumulator)."""
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def quantize_rows(x: np.ndarray, asymmetric: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """tensor_utils::BatchQuantizeFloats over the last axis of a float32 array.
+
+    Returns (q as float32 integer values, scaling_factor float32, offset int64) with one
+    scaling factor / offset per row (all leading axes).
+    """
+    x = np.asarray(x, np.float32)
+    if x.shape[-1] == 0:
+        lead = x.shape[:-1]
+        return (np.zeros(x.shape, np.float32), np.ones(lead, np.float32), np.zeros(lead, np.int64))
+    mn = x.min(axis=-1)
+    mx = x.max(axis=-1)
+    if not asymmetric:
+        # PortableSymmetricQuantizeFloats
+        rng = np.maximum(np.abs(mn), np.abs(mx))
+        zero = rng == 0
+        safe = np.where(zero, np.float32(1), rng)
+        sf = np.where(zero, np.float32(1), safe / np.float32(127)).astype(np.float32)
+        inv = (np.float32(127) / safe).astype(np.float32)
+        q = np.clip(round_half_away(x * inv[..., None]), -127, 127)
+        if zero.any():
+            q[zero] = 0
+        return q, sf, np.zeros(mn.shape, np.int64)
+    # PortableAsymmetricQuantizeFloats
+    rmin = np.minimum(np.float32(0), mn).astype(np.float64)
+    rmax = np.maximum(np.float32(0), mx).astype(np.float64)
+    same = rmin == rmax
+    scale = np.where(same, 1.0, (rmax - rmin) / 255.0)
+    zp_from_min = -128.0 - rmin / scale
+    zp_from_max = 127.0 - rmax / scale
+    err_min = 128.0 + np.abs(rmin / scale)
+    err_max = 127.0 + np.abs(rmax / scale)
+    zpd = np.where(err_min < err_max, zp_from_min, zp_from_max)
+    nudged = np.where(zpd <= -128.0, -128.0, np.where(zpd >= 127.0, 127.0, round_half_away(zpd)))
+    offset = np.where(same, 0, nudged).astype(np.int64)
+    sf = np.where(same, 1.0, scale).astype(np.float32)
+    inv = (np.float32(1) / sf).astype(np.float32)
+    q = np.clip(round_half_away(offset.astype(np.float32)[..., None] + x * inv[..., None]), -128, 127)
+    if same.any():
+        q[same] = 0
+    return q, sf, offset
+
+
+def acc_bound(k: int, a_max: int, b_max: int, bias_max: int = 0) -> int:
+    """An upper bound of |accumulator|, to decide whether an int32 accumulator can wrap."""
+    return k * a_max * b_max + bias_max
+
+
+_F32_EXACT = 1 << 24  # float32 represents every integer of magnitude <= 2**24
+
+
+def dense(x2: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x2 (B, K) @ w.T for w (units, K): a gemv for one row (faster than a 1-row gemm)."""
+    if x2.shape[0] == 1:
+        return np.dot(w, x2[0])[None, :]
+    return x2 @ w.T
+
+
+class ExactIntMatmul:
+    """x @ W.T for integer-valued x (B, K) and weights W (units, K), exactly, as float64.
+
+    float32 BLAS is exact when every partial sum stays below 2**24 in magnitude, which holds
+    for any summation order once sum_k |x_k * w_k| <= 2**24; the depth is split into such
+    chunks (each a float32 product, summed in float64). With more than 4 chunks the product
+    runs in float64, exact for depths below 2**53 / max|x * w|.
+    """
+
+    def __init__(self, w: np.ndarray, x_max: int):
+        w = np.asarray(w, np.float64)
+        self.k = k = w.shape[1]
+        w_max = int(np.abs(w).max(initial=0))
+        chunk = k if w_max * x_max == 0 else _F32_EXACT // (w_max * x_max)
+        if chunk >= k:
+            self.chunks = [(0, k, np.ascontiguousarray(w, np.float32))]
+        elif chunk > 0 and -(-k // chunk) <= 4:
+            self.chunks = [(a, min(a + chunk, k), np.ascontiguousarray(w[:, a:a + chunk], np.float32))
+                           for a in range(0, k, chunk)]
+        else:
+            self.chunks = [(0, k, np.ascontiguousarray(w))]
+        self.dtype = self.chunks[0][2].dtype
+
+    def __call__(self, x: np.ndarray, offset: int = 0) -> np.ndarray:
+        """(x - offset) @ W.T for integer x (B, K)."""
+        xf = x.astype(self.dtype)
+        if offset:
+            xf -= self.dtype.type(offset)
+        a, b, w = self.chunks[0]
+        acc = dense(xf if len(self.chunks) == 1 else xf[:, a:b], w).astype(np.float64, copy=False)
+        for a, b, w in self.chunks[1:]:
+            acc += dense(xf[:, a:b], w)
+        return acc
+
+
+# --- the kernel ---------------------------------------------------------------------------
+@register("FULLY_CONNECTED", max_version=14)
+def fully_connected(node: NodeContext):
+    opts = node.options
+    act = int(opts.get("fused_activation_function", NONE) or 0)
+    keep_num_dims = bool(opts.get("keep_num_dims", False))
+    asymmetric = bool(opts.get("asymmetric_quantize_inputs", False))
+    qbt = int(opts.get("quantized_bias_type", _TT_FLOAT32) or 0)
+    if int(opts.get("weights_format", 0) or 0) != 0:
+        raise node.unsupported("the SHUFFLED4x16INT8 weights format is not supported "
+                               "(only DEFAULT weights are)")
+    if len(node.outputs) != 1:
+        raise node.unsupported(f"expected 1 output, got {len(node.outputs)}")
+    x_t, w_t = node.input(0), node.input(1)
+    b_t = node.input(2)
+    out_t = node.outputs[0]
+    if x_t is None or w_t is None:
+        raise node.unsupported("input and weights are required")
+    if len(w_t.shape) != 2:
+        raise node.unsupported(f"weights must be 2-D, got shape {list(w_t.shape)}")
+    if w_t.sparsity is not None:
+        raise node.unsupported("sparse weights are not supported")
+    units, k = int(w_t.shape[0]), int(w_t.shape[1])
+    in_type, w_type, out_type = x_t.type_name, w_t.type_name, out_t.type_name
+    if b_t is not None and int(np.prod(b_t.shape)) != units:
+        raise node.unsupported(f"bias has {int(np.prod(b_t.shape))} elements, expected {units}")
+
+    def out_shape(xshape: tuple) -> tuple:
+        size = math.prod(xshape)
+        batch = size // k if k else math.prod(xshape[:-1])
+        if keep_num_dims:
+            if k and xshape[-1] != k:
+                raise node.unsupported(f"keep_num_dims needs the input's last dimension ({xshape[-1]}) "
+                                       f"to equal the weights' depth ({k})")
+            return tuple(xshape[:-1]) + (units,)
+        return (batch, units)
+
+    out_shape(tuple(x_t.shape))  # validate now
+    out_dtype = out_t.dtype
+
+    shapes: dict[tuple, tuple] = {}
+
+    def as_rows(x: np.ndarray) -> tuple[np.ndarray, tuple]:
+        shape = shapes.get(x.shape)
+        if shape is None:
+            shape = shapes[x.shape] = out_shape(x.shape)
+        batch = x.size // k
+        if x.size != batch * k:  # LiteRT reads batch * k values and ignores the rest
+            return x.reshape(-1)[:batch * k].reshape(batch, k), shape
+        return x.reshape(batch, k), shape
+
+    if k == 0:  # LiteRT zero-fills the output (bias included) when the depth is 0
+        def run_empty(x, w, b=None):
+            return np.zeros(out_shape(x.shape), out_dtype)
+        return run_empty
+
+    quantized_w = w_type in ("UINT8", "INT8", "INT4", "INT16")
+    if in_type == "FLOAT32" and w_type == "FLOAT32":
+        return _prepare_float(node, act, b_t, out_t, as_rows)
+    if in_type == "FLOAT32" and w_type in ("UINT8", "INT8", "INT4"):
+        return _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows)
+    if not quantized_w or in_type not in ("UINT8", "INT8", "INT16"):
+        raise node.unsupported(f"input type {in_type} with weights type {w_type} is not supported")
+    return _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows)
+
+
+def _prepare_float(node, act, b_t, out_t, as_rows):
+    if out_t.type_name != "FLOAT32":
+        raise node.unsupported(f"float32 input with output type {out_t.type_name} is not supported")
+    if b_t is not None and b_t.type_name != "FLOAT32":
+        raise node.unsupported(f"float32 input with bias type {b_t.type_name} is not supported")
+    if act not in CLIPPING_ACTIVATIONS:
+        raise node.unsupported(f"fused activation {ACTIVATION_NAMES.get(act, act)} is not supported "
+                               "(only NONE, RELU, RELU_N1_TO_1, RELU6)")
+    lo, hi = float_activation_range(act)
+    w_const = node.const(1)
+    w_pre = None if w_const is None else np.ascontiguousarray(w_const, np.float32)
+    b_const = node.const(2)
+
+    def run(x, w, b=None):
+        x2, shape = as_rows(x)
+        y = dense(x2, w_pre if w_pre is not None else np.asarray(w, np.float32))
+        bias = b_const if b_const is not None else b
+        if bias is not None:
+            y += bias.reshape(-1)
+        if act != NONE:
+            np.clip(y, lo, hi, out=y)
+        return y.reshape(shape)
+    return run
+
+
+def _weights_scales(node, w_t, units) -> tuple[np.ndarray | None, float, int]:
+    """(per-channel scales or None, per-tensor scale, per-tensor zero point) of the weights."""
+    q = w_t.quantization
+    if not q.is_set:
+        raise node.unsupported("quantized weights without quantization parameters are not supported")
+    if q.scale.size > 1:
+        if q.scale.size != units or q.quantized_dimension != 0:
+            raise node.unsupported("per-channel weights must be quantized along dimension 0 "
+                                   f"with {units} scales")
+        return q.scale.astype(np.float32), float(q.scale[0]), int(q.zero_point[0])
+    return None, float(q.scale[0]), int(q.zero_point[0])
+
+
+def _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows):
+    if out_t.type_name != "FLOAT32":
+        raise node.unsupported(f"hybrid (float32 input, {w_t.type_name} weights) needs a float32 "
+                               f"output, got {out_t.type_name}")
+    if b_t is not None and b_t.type_name != "FLOAT32":
+        raise node.unsupported(f"hybrid fully connected with bias type {b_t.type_name} is not supported")
+    if w_t.type_name == "INT4" and np.any(w_t.quantization.zero_point != 0):
+        raise node.unsupported("int4 weights need zero points of 0")
+    pcs, w_scale, _ = _weights_scales(node, w_t, units)
+    w_scale32 = np.float32(w_scale)
+    is_uint8 = w_t.type_name == "UINT8"
+
+    def prep_w(w):
+        # LiteRT reads the weight bytes as int8 (uint8 weights are reinterpreted, zero point ignored).
+        wi = np.asarray(w).view(np.int8) if is_uint8 else np.asarray(w, np.int8)
+        return ExactIntMatmul(wi, 128), wi.sum(axis=1, dtype=np.int64).astype(np.float64)
+
+    w_const = node.const(1)
+    pre = None if w_const is None else prep_w(w_const)
+    b_const = node.const(2)
+
+    def run(x, w, b=None):
+        x2, shape = as_rows(np.asarray(x, np.float32))
+        mm, row_sums = pre if pre is not None else prep_w(w)
+        q, sf, offset = quantize_rows(x2, asymmetric)
+        acc = mm(q)
+        if asymmetric:
+            acc -= row_sums[None, :] * offset[:, None].astype(np.float64)
+        if pcs is None:
+            scale = (sf * w_scale32)[:, None]
+        else:
+            scale = sf[:, None] * pcs[None, :]
+        y = acc.astype(np.float32) * scale
+        bias = b_const if b_const is not None else b
+        if bias is not None:
+            y = bias.reshape(1, -1).astype(np.float32) + y
+        y = apply_float_activation(y, act)
+        return np.ascontiguousarray(y, dtype=np.float32).reshape(shape)
+    return run
+
+
+def _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows):
+    in_type, w_type, out_type = x_t.type_name, w_t.type_name, out_t.type_name
+    if act not in CLIPPING_ACTIVATIONS:
+        raise node.unsupported(f"fused activation {ACTIVATION_NAMES.get(act, act)} is not supported "
+                               "(only NONE, RELU, RELU_N1_TO_1, RELU6)")
+    if not x_t.quantization.is_set:
+        raise node.unsupported(f"{in_type} input without quantization parameters is not supported")
+    # The dtype combinations the reference kernel evaluates correctly.
+    combos = {("UINT8", "UINT8", "UINT8"), ("UINT8", "UINT8", "INT16"),
+              ("INT8", "INT8", "INT8"), ("INT8", "INT4", "INT8"),
+              ("INT16", "INT8", "INT16"), ("INT16", "INT4", "INT16"), ("INT16", "INT16", "INT16")}
+    if (in_type, w_type, out_type) not in combos:
+        raise node.unsupported(f"input {in_type} / weights {w_type} / output {out_type} "
+                               "is not a supported combination")
+    pcs, w_scale, w_zp = _weights_scales(node, w_t, units)
+    if pcs is not None and in_type == "UINT8":
+        raise node.unsupported("per-channel weights need int8 or int16 activations")
+    if w_type == "INT4" and np.any(w_t.quantization.zero_point != 0):
+        raise node.unsupported("int4 weights need zero points of 0")
+    in_scale, in_zp = float(x_t.quantization.scale[0]), int(x_t.quantization.zero_point[0])
+    oq = out_t.quantization
+    out_scale = float(oq.scale[0]) if oq.is_set else 0.0
+    out_zp = int(oq.zero_point[0]) if oq.is_set else 0
+    int16_io = in_type == "INT16" and out_type == "INT16"
+    if int16_io and (in_zp != 0 or out_zp != 0):
+        raise node.unsupported("int16 input and output need zero points of 0")
+
+    bias_kind = None if b_t is None else b_t.type_name
+    if bias_kind is not None:
+        if int16_io:
+            if bias_kind not in ("INT32", "INT64"):
+                raise node.unsupported(f"bias type {bias_kind} is not supported with int16 activations")
+        elif bias_kind != "INT32":
+            raise node.unsupported(f"bias type {bias_kind} is not supported with {in_type} activations "
+                                   "(needs INT32)")
+    if int16_io and qbt != _TT_FLOAT32:
+        if qbt not in (_TT_INT32, _TT_INT64):
+            raise node.unsupported("quantized_bias_type must be INT32 or INT64")
+        want = "INT32" if qbt == _TT_INT32 else "INT64"
+        if bias_kind is not None and bias_kind != want:
+            raise node.unsupported(f"bias type {bias_kind} does not match quantized_bias_type {want}")
+
+    if pcs is None and b_t is not None:
+        # GetQuantizedConvolutionMultipler's consistency check of the bias scale.
+        product = float(np.float64(np.float32(in_scale)) * np.float64(np.float32(w_scale)))
+        bq = b_t.quantization
+        b_scale = float(bq.scale[0]) if bq.is_set else 0.0
+        if out_scale == 0 or abs(product - b_scale) / out_scale > 0.02:
+            raise node.unsupported(f"bias scale {b_scale} does not match input_scale * weights_scale "
+                                   f"{product}")
+
+    lo, hi = quantized_activation_range(act, out_scale, out_zp, out_t.dtype)
+    out_dtype = out_t.dtype
+    fixed_point = w_type == "INT16"  # int16 x int16: fixed-point int64 requantization
+    per_channel = pcs is not None
+    w_offset = 0 if per_channel else w_zp  # per-channel weights are taken as symmetric
+
+    if fixed_point:
+        if per_channel:
+            reals = [np.float64(in_scale) * np.float64(s) / np.float64(out_scale) for s in pcs]
+            mult, shift = quant.quantize_multipliers(reals)
+        else:
+            real = np.float64(np.float32(in_scale) * np.float32(w_scale)) / np.float64(out_scale)
+            m, s = quant.quantize_multiplier(float(real))
+            mult, shift = np.int64(m), np.int64(s)
+    else:
+        eff = (np.float64(np.float32(in_scale)) * pcs.astype(np.float64) / np.float64(np.float32(out_scale))
+               if per_channel else
+               np.float64(np.float32(in_scale)) * np.float64(np.float32(w_scale)) / np.float64(np.float32(out_scale)))
+
+    # Accumulator width: int32 (wrapping) for 8-bit activations and for int16 activations
+    # with quantized_bias_type INT32; int64 otherwise.
+    acc32 = (not int16_io) or (qbt == _TT_INT32 and not fixed_point)
+    in_info = np.iinfo(x_t.dtype)
+    x_max = max(abs(int(in_info.min) - in_zp), abs(int(in_info.max) - in_zp))
+    w_info = np.iinfo(np.int16 if w_type == "INT16" else np.int8 if w_type in ("INT8", "INT4") else np.uint8)
+    w_max = max(abs(int(w_info.min) - w_offset), abs(int(w_info.max) - w_offset))
+
+    def prep_w(w):
+        wi = np.asarray(w).astype(np.float64)
+        if w_offset:
+            wi -= w_offset
+        return ExactIntMatmul(wi, x_max)
+
+    def prep_b(b):
+        return None if b is None else np.asarray(b).reshape(-1).astype(np.float64)
+
+    w_const = node.const(1)
+    wt_pre = None if w_const is None else prep_w(w_const)
+    b_const = node.const(2)
+    b_pre = prep_b(b_const)
+    if b_t is None:
+        bias_max = 0
+    elif b_pre is not None:
+        bias_max = int(np.abs(b_pre).max(initial=0))
+    else:
+        bias_max = (1 << 63) if b_t.type_name == "INT64" else (1 << 31)
+    acc_limit = acc_bound(k, x_max, w_max, bias_max)
+    may_wrap = acc32 and acc_limit >= 1 << 31
+    if may_wrap:
+        acc_limit = 1 << 31
+    # When |acc * scale| provably stays far inside int32, the out-of-range cast and the
+    # int32 wrap of "+ output_offset" cannot happen and their checks are skipped.
+    real_max = float(np.max(eff)) if not fixed_point else float(
+        np.max(mult.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)))
+    in_range = acc_limit * real_max + abs(out_zp) + 2 < 2.0 ** 31 and acc_limit < 2 ** 52
+    lo_f, hi_f = float(lo), float(hi)
+
+    def run(x, w, b=None):
+        x2, shape = as_rows(x)
+        mm = wt_pre if wt_pre is not None else prep_w(w)
+        acc = mm(x2, in_zp)  # exact integers, float64
+        bias = b_pre if b_pre is not None else prep_b(b)
+        if bias is not None:
+            acc += bias
+        if fixed_point:
+            r = quant.multiply_by_quantized_multiplier_int64(acc.astype(np.int64), mult, shift)
+            r = wrap_int32(r + out_zp) if not in_range else r + out_zp
+            np.maximum(r, lo, out=r)
+            np.minimum(r, hi, out=r)
+            return r.astype(out_dtype).reshape(shape)
+        if may_wrap:
+            acc = wrap_int32(acc.astype(np.int64)).astype(np.float64)
+        acc *= eff
+        r = round_half_away(acc)
+        if in_range:
+            r += out_zp
+            np.maximum(r, lo_f, out=r)
+            np.minimum(r, hi_f, out=r)
+        else:
+            r = wrap_int32(double_to_int32(r) + out_zp)  # int32 cast and addition in the C++
+            np.maximum(r, lo, out=r)
+            np.minimum(r, hi, out=r)
+        return r.astype(out_dtype).reshape(shape)
+    return run
