@@ -1,0 +1,229 @@
+"""CAST, ARG_MAX and ARG_MIN reference kernels (tflite/kernels/cast.cc, arg_min_max.cc).
+
+CAST follows LiteRT's CastValue rules: floating -> integer conversions saturate (NaN becomes
+the integer maximum) after truncation toward zero, integer -> integer conversions wrap,
+anything -> bool is `!= 0`, complex64 sources use their real part, float16/bfloat16
+destinations are reached through float32 (round to nearest even), and int4 only converts to
+float32 (from int4) or from float32 (clamped to [-8, 7], NaN -> 7). Quantization parameters
+are ignored, as LiteRT does.
+
+ARG_MAX / ARG_MIN return the first index of the extreme value. NaN handling matches the
+x86 build of LiteRT: the reference comparator ignores NaN (all-NaN -> 0), and when the
+reduced axis is innermost LiteRT's NEON-via-SSE float path is emulated (only taken when the
+data contains NaN; otherwise every path agrees with the plain first-extreme rule).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.executor import KernelError
+from acelera.core.kernels.registry import NodeContext, register
+
+_FLOAT32, _FLOAT16, _INT32, _UINT8, _INT64, _BOOL, _INT16 = 0, 1, 2, 3, 4, 6, 7
+_COMPLEX64, _INT8, _FLOAT64, _UINT32, _UINT16, _INT4, _BFLOAT16 = 8, 9, 10, 15, 16, 17, 18
+
+_CAST_IN = {_INT64, _INT32, _UINT32, _UINT16, _INT16, _UINT8, _INT8, _FLOAT16, _BFLOAT16,
+            _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, _INT4}
+_CAST_OUT = {_INT64, _INT32, _UINT32, _INT16, _UINT16, _UINT8, _INT8, _FLOAT16, _BFLOAT16,
+             _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, _INT4}
+_INT_TYPES = {_INT64, _INT32, _UINT32, _INT16, _UINT16, _UINT8, _INT8}
+_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING", 6: "BOOL",
+          7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64", 15: "UINT32", 16: "UINT16",
+          17: "INT4", 18: "BFLOAT16"}
+_NP = {_INT64: np.int64, _INT32: np.int32, _UINT32: np.uint32, _INT16: np.int16,
+       _UINT16: np.uint16, _UINT8: np.uint8, _INT8: np.int8}
+
+
+def _bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _f32_to_bf16(x: np.ndarray) -> np.ndarray:
+    """Eigen's float_to_bfloat16_rtne<false>: round to nearest even, NaN -> quiet NaN."""
+    x = np.ascontiguousarray(x, np.float32)
+    u = x.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    if nan.any():
+        rounded[nan] = np.where(np.signbit(x[nan]), 0xFFC0, 0x7FC0).astype(np.uint16)
+    return rounded
+
+
+def _saturate_float(x: np.ndarray, dtype) -> np.ndarray:
+    """SafeCast<Int>(float): NaN -> max, below min -> min, >= 2^bits -> max, else truncate
+    toward zero (which is what numpy's float -> int conversion does in range)."""
+    info = np.iinfo(dtype)
+    lo, hi_excl = float(info.min), float(info.max // 2 + 1) * 2.0
+    if x.size == 0:
+        return x.astype(dtype)
+    mn, mx = float(x.min()), float(x.max())  # NaN anywhere makes both NaN
+    if lo <= mn and mx < hi_excl:
+        return x.astype(dtype)
+    xd = np.asarray(x, np.float64)
+    if info.bits <= 32:  # the bounds are exact float64 values
+        with np.errstate(invalid="ignore"):
+            xd = np.where(np.isnan(xd), float(info.max), np.clip(xd, lo, float(info.max)))
+        return xd.astype(dtype)
+    nan = np.isnan(xd)
+    big = (xd >= hi_excl) | nan
+    small = xd < lo
+    res = np.where(big | small, 0.0, xd).astype(dtype)
+    res[big] = info.max
+    res[small] = info.min
+    return res
+
+
+def cast_values(x: np.ndarray, src: int, dst: int) -> np.ndarray:
+    """Convert array `x` holding TFLite type `src` into TFLite type `dst` (acelera's numpy
+    representation: bfloat16 as uint16 bits, int4 as unpacked int8)."""
+    if src == dst:
+        return x.copy()
+    # Bring every source to a value array numpy can convert: bf16 -> float32,
+    # complex -> its real part, int4 -> int8 values (already unpacked).
+    if src == _BFLOAT16:
+        x = _bf16_to_f32(x)
+    elif src == _COMPLEX64:
+        x = np.real(x).astype(np.float32)
+    floating = x.dtype.kind == "f"
+    if dst == _BOOL:
+        return x != 0
+    if dst in _INT_TYPES:
+        if floating:
+            return _saturate_float(x, _NP[dst])
+        return x.astype(_NP[dst])  # integer/bool: C++ conversion wraps
+    if dst == _FLOAT32:
+        return x.astype(np.float32)
+    if dst == _FLOAT64:
+        return x.astype(np.float64)
+    if dst == _FLOAT16:
+        return x.astype(np.float32).astype(np.float16)  # static_cast<float> first
+    if dst == _BFLOAT16:
+        return _f32_to_bf16(x.astype(np.float32))
+    if dst == _COMPLEX64:
+        return x.astype(np.float32).astype(np.complex64)
+    if dst == _INT4:  # castFloatToInt4: min(7, x) then max(-8, .), NaN -> 7
+        y = np.where(np.isnan(x), np.float32(7), np.clip(x, -8, 7))
+        return np.trunc(y).astype(np.int8)
+    raise ValueError(f"cast to {_NAMES.get(dst, dst)}")
+
+
+@register("CAST", max_version=9)
+def cast(node: NodeContext):
+    x_t, out_t = node.input(0), node.outputs[0]
+    src, dst = x_t.type, out_t.type
+    if src not in _CAST_IN:
+        raise node.unsupported(f"input type {x_t.type_name} is not supported")
+    if dst not in _CAST_OUT:
+        raise node.unsupported(f"output type {out_t.type_name} is not supported")
+    if src == _INT4 and dst != _FLOAT32:
+        raise node.unsupported(f"INT4 can only be cast to FLOAT32, not {out_t.type_name}")
+    if dst == _INT4 and src != _FLOAT32:
+        raise node.unsupported(f"only FLOAT32 can be cast to INT4, not {x_t.type_name}")
+    out_dtype = out_t.dtype
+
+    def run(x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = cast_values(x, src, dst)
+        return np.asarray(y, out_dtype)  # 0-d results of numpy ops can be scalars
+
+    return run
+
+
+# --- ARG_MAX / ARG_MIN ----------------------------------------------------------------------
+
+def _nan_aware_extreme(x: np.ndarray, is_max: bool) -> np.ndarray:
+    """reference_ops::ArgMinMax with the NaN-aware float comparator, reducing axis 1 of a
+    (outer, axis, inner) array: first index of the extreme non-NaN value, 0 if all NaN."""
+    red = np.fmax.reduce if is_max else np.fmin.reduce
+    best = red(x, axis=1, keepdims=True)  # ignores NaN; NaN only if the whole slice is NaN
+    return np.argmax(x == best, axis=1)
+
+
+def _sse_last_axis(x: np.ndarray, is_max: bool) -> np.ndarray:
+    """optimized_ops::ArgMinMaxLastAxis for float32 on x86 (NEON_2_SSE), rows of a 2-D array
+    with at least 4 columns: 4 lanes with a NaN-aware update, a vpmax/vpmin_f32 pairwise
+    reduction (a NaN in the first operand of a pair wins), then a NaN-aware leftover loop."""
+    rows, size = x.shape
+    better = np.greater if is_max else np.less
+    val = x[:, :4].copy()
+    idx = np.broadcast_to(np.arange(4), (rows, 4)).copy()
+    i = 4
+    while i <= size - 4:
+        v = x[:, i:i + 4]
+        m = ~np.isnan(v) & (np.isnan(val) | better(v, val))
+        val = np.where(m, v, val)
+        idx = np.where(m, np.arange(i, i + 4), idx)
+        i += 4
+
+    def pair(a, b):  # NEON_2_SSE vpmax_f32: a < b ? b : a;  vpmin_f32: a > b ? b : a
+        with np.errstate(invalid="ignore"):
+            return np.where(better(b, a), b, a)
+
+    p0, p1 = pair(val[:, 0], val[:, 1]), pair(val[:, 2], val[:, 3])
+    best = pair(p0, p1)
+    lane_ok = val == best[:, None]
+    best_idx = np.where(lane_ok, idx, np.iinfo(np.int32).max).min(axis=1)
+    for j in range(i, size):  # leftover (< 4 columns)
+        v = x[:, j]
+        m = ~np.isnan(v) & (np.isnan(best) | better(v, best))
+        best = np.where(m, v, best)
+        best_idx = np.where(m, j, best_idx)
+    return np.where(np.isnan(best), 0, best_idx)
+
+
+def _arg_min_max(node: NodeContext, is_max: bool):
+    x_t, axis_t = node.input(0), node.input(1)
+    out_t = node.outputs[0]
+    if x_t.type not in (_FLOAT32, _UINT8, _INT8, _INT32, _BOOL):
+        raise node.unsupported(f"input type {x_t.type_name} is not supported")
+    if axis_t.type not in (_INT32, _INT64):
+        raise node.unsupported(f"axis of type {axis_t.type_name} is not supported")
+    if int(np.prod(axis_t.shape, dtype=np.int64)) != 1:
+        raise node.unsupported(f"axis must have one element, got shape {list(axis_t.shape)}")
+    out_type = node.options.get("output_type", out_t.type)
+    if out_type not in (_INT32, _INT64):
+        raise node.unsupported(f"output_type {_NAMES.get(out_type, out_type)} is not supported")
+    if out_type != out_t.type:
+        raise node.unsupported(f"output_type {_NAMES[out_type]} differs from the output tensor's "
+                               f"type {out_t.type_name}")
+    rank = len(x_t.shape)
+    if rank < 1:
+        raise node.unsupported("input must have rank >= 1")
+    out_dtype = out_t.dtype
+    is_float = x_t.type == _FLOAT32
+
+    def run(x: np.ndarray, axis_arr: np.ndarray) -> np.ndarray:
+        axis = int(axis_arr.reshape(-1)[0])
+        if axis < 0:
+            axis += x.ndim
+        if not 0 <= axis < x.ndim:
+            raise KernelError(f"axis {int(axis_arr.reshape(-1)[0])} is out of range for rank {x.ndim}")
+        shape = x.shape
+        if shape[axis] == 0:
+            raise KernelError("Cannot compute ArgMin/ArgMax over an empty axis.")
+        out_shape = shape[:axis] + shape[axis + 1:]
+        outer = int(np.prod(shape[:axis], dtype=np.int64))
+        inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+        if outer * inner == 0:
+            return np.zeros(out_shape, out_dtype)
+        x3 = x.reshape(outer, shape[axis], inner)
+        if is_float and np.isnan(x).any():
+            if inner == 1 and shape[axis] >= 4:
+                res = _sse_last_axis(x3[:, :, 0], is_max)
+            else:
+                res = _nan_aware_extreme(x3, is_max)
+        else:
+            res = np.argmax(x3, axis=1) if is_max else np.argmin(x3, axis=1)
+        return res.astype(out_dtype).reshape(out_shape)
+
+    return run
+
+
+@register("ARG_MAX", max_version=3)
+def arg_max(node: NodeContext):
+    return _arg_min_max(node, True)
+
+
+@register("ARG_MIN", max_version=3)
+def arg_min(node: NodeContext):
+    return _arg_min_max(node, False)

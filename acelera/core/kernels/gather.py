@@ -1,0 +1,111 @@
+"""GATHER and TILE reference kernels (tflite/kernels/gather.cc, tile.cc).
+
+Both ops only move elements, so every dtype LiteRT accepts is handled by numpy indexing;
+no arithmetic is involved. GATHER checks every index against the gathered dimension and
+raises instead of reading out of bounds (LiteRT fails the invoke the same way).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.executor import KernelError
+from acelera.core.kernels.registry import NodeContext, register
+
+# TensorType codes (acelera.core.dtypes.TYPE_NAMES).
+_FLOAT32, _FLOAT16, _INT32, _UINT8, _INT64, _STRING, _BOOL, _INT16 = 0, 1, 2, 3, 4, 5, 6, 7
+_INT8, _INT4, _BFLOAT16 = 9, 17, 18
+
+# gather.cc Prepare: the params types it accepts (strings need a string tensor, not supported).
+_GATHER_TYPES = {_FLOAT32, _FLOAT16, _BFLOAT16, _UINT8, _INT4, _INT8, _INT16, _INT64, _INT32, _BOOL}
+_GATHER_INDEX_TYPES = {_INT16, _INT32, _INT64}
+
+
+@register("GATHER", max_version=8)
+def gather(node: NodeContext):
+    params, positions = node.input(0), node.input(1)
+    out_t = node.outputs[0]
+    if params.type not in _GATHER_TYPES:
+        raise node.unsupported(f"input type {params.type_name} is not supported")
+    if positions.type not in _GATHER_INDEX_TYPES:
+        raise node.unsupported(f"positions of type {positions.type_name} are not supported")
+    if out_t.dtype != params.dtype:
+        raise node.unsupported(f"output type {out_t.type_name} differs from input type {params.type_name}")
+    rank, prank = len(params.shape), len(positions.shape)
+    axis = int(node.options.get("axis", 0))
+    if axis < 0:
+        axis += rank
+    if not 0 <= axis < rank:
+        raise node.unsupported(f"axis {node.options.get('axis', 0)} is out of range for rank {rank}")
+    batch_dims = int(node.options.get("batch_dims", 0))
+    if batch_dims < 0:
+        batch_dims += prank
+    if not (0 <= batch_dims <= axis and batch_dims < rank and batch_dims <= prank):
+        raise node.unsupported(f"batch_dims {node.options.get('batch_dims', 0)} is invalid for axis {axis}, "
+                               f"params rank {rank} and positions rank {prank}")
+    out_dtype = out_t.dtype
+
+    def run(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        shape, ishape = x.shape, idx.shape
+        if ishape[:batch_dims] != shape[:batch_dims]:
+            raise KernelError(f"batch dimensions of params {list(shape)} and positions "
+                              f"{list(ishape)} differ")
+        axis_size = shape[axis]
+        if idx.size:
+            lo, hi = int(idx.min()), int(idx.max())
+            if lo < 0 or hi >= axis_size:
+                bad = lo if lo < 0 else hi
+                raise KernelError(f"index {bad} is out of bounds for dimension {axis} "
+                                  f"of size {axis_size}")
+        out_shape = shape[:axis] + ishape[batch_dims:] + shape[axis + 1:]
+        if x.size == 0 or idx.size == 0:
+            return np.zeros(out_shape, out_dtype)
+        if batch_dims == 0:
+            return np.asarray(np.take(x, idx, axis=axis), out_dtype).reshape(out_shape)
+        b = int(np.prod(shape[:batch_dims], dtype=np.int64))
+        outer = int(np.prod(shape[batch_dims:axis], dtype=np.int64))
+        inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+        xv = x.reshape(b, outer, axis_size, inner)
+        iv = idx.reshape(b, -1).astype(np.intp, copy=False)
+        res = xv[np.arange(b)[:, None, None], np.arange(outer)[None, :, None], iv[:, None, :]]
+        return np.asarray(res, out_dtype).reshape(out_shape)
+
+    return run
+
+
+@register("TILE", max_version=3)
+def tile(node: NodeContext):
+    x_t, m_t = node.input(0), node.input(1)
+    out_t = node.outputs[0]
+    if x_t.type in (_STRING, _INT4) or x_t.dtype == np.object_:
+        raise node.unsupported(f"input type {x_t.type_name} is not supported")
+    if m_t.type not in (_INT32, _INT64):
+        raise node.unsupported(f"multipliers of type {m_t.type_name} are not supported")
+    if out_t.dtype != x_t.dtype:
+        raise node.unsupported(f"output type {out_t.type_name} differs from input type {x_t.type_name}")
+    rank = len(x_t.shape)
+    n_mult = int(np.prod(m_t.shape, dtype=np.int64)) if m_t.shape else 1
+    if n_mult != rank:
+        raise node.unsupported(f"{n_mult} multipliers for an input of rank {rank}")
+
+    def reps_of(m: np.ndarray, shape) -> tuple[int, ...]:
+        reps = tuple(int(v) for v in m.reshape(-1))
+        for d, r in zip(shape, reps):
+            if r < 0:
+                raise KernelError(f"multipliers must be non-negative, got {list(reps)}")
+            if d > 0 and r > (2 ** 31 - 1) // d:
+                raise KernelError(f"cannot multiply {d} and {r}: output dimensions must fit int32")
+        return reps
+
+    const_reps = reps_of(m_t.data, x_t.shape) if m_t.data is not None else None
+
+    def run(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        reps = const_reps if const_reps is not None else reps_of(m, x.shape)
+        if x.ndim == 0:
+            return x.copy()
+        # one copy: view x as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...)
+        inter = [v for d in x.shape for v in (1, d)]
+        full = [v for r, d in zip(reps, x.shape) for v in (r, d)]
+        y = np.broadcast_to(x.reshape(inter), full)
+        return np.ascontiguousarray(y).reshape([r * d for r, d in zip(reps, x.shape)])
+
+    return run
