@@ -8,6 +8,7 @@ run once. `Executor.run()` then executes the plan.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -18,6 +19,30 @@ from acelera.core.kernels.registry import Kernel, NodeContext, lookup
 from acelera.core.model import Subgraph, Tensor
 
 FOLDABLE = frozenset({"DEQUANTIZE", "DENSIFY"})
+
+
+def _tune_malloc() -> None:
+    """Keep freed kernel temporaries in the heap instead of returning them to the OS.
+
+    glibc serves blocks above 128 KiB with mmap and unmaps them on free, so every kernel
+    call that makes a large temporary pays page faults again; raising the mmap and trim
+    thresholds made such loops about 10x faster here. Linux/glibc only; a no-op elsewhere.
+    """
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux") or os.environ.get("ACELERA_NO_MALLOPT"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        libc.mallopt(M_MMAP_THRESHOLD, 256 << 20)
+        libc.mallopt(M_TRIM_THRESHOLD, 512 << 20)
+    except (OSError, AttributeError):
+        pass
+
+
+_tune_malloc()
 
 
 class KernelError(AceleraError):
@@ -97,7 +122,15 @@ class Executor:
         for t in self.sg.inputs:
             if self.values[t] is None or self.values[t].shape != self.shapes[t]:
                 self.values[t] = np.zeros(self.shapes[t], self.sg.tensors[t].dtype)
+        self.reset_variables()
         self.prepared = True
+
+    def reset_variables(self) -> None:
+        """Variable (state) tensors back to their initial value, as LiteRT's AllocateTensors does."""
+        for t in self.sg.tensors:
+            if t.is_variable:
+                init = t.data if t.is_constant else None
+                self.values[t.index] = np.array(init, copy=True) if init is not None else np.zeros(self.shapes[t.index], t.dtype)
 
     def _shape_pass(self, step: Step) -> None:
         """Run `step` once on current values (zeros for graph inputs) to learn output shapes."""
@@ -136,8 +169,9 @@ class Executor:
             raise type(e)(f"{step.label}: {e}") from None
         except Exception as e:
             raise KernelError(f"{step.label}: {type(e).__name__}: {e}") from None
-        if isinstance(res, np.ndarray):
-            res = (res,)
+        if not isinstance(res, (tuple, list)):
+            res = (np.asarray(res),)
+        res = tuple(np.asarray(r) for r in res)
         if len(res) != len(step.outputs):
             raise KernelError(f"{step.label}: kernel returned {len(res)} outputs, expected {len(step.outputs)}")
         return tuple(res)

@@ -164,6 +164,10 @@ class Interpreter:
     def invoke(self) -> None:
         self._rt.invoke()
 
+    def reset_all_variables(self) -> None:
+        """Reset every variable (state) tensor to its initial value."""
+        self._rt.ex.reset_variables()
+
     def get_input_details(self) -> list[dict[str, Any]]:
         return [self._rt.details(i) for i in self.model.main.inputs]
 
@@ -228,6 +232,10 @@ class SignatureRunner:
     def __init__(self, interp: Interpreter, sig):
         self._sig = sig
         self._rt = interp._runtime(sig.subgraph_index)
+
+    def reset_all_variables(self) -> None:
+        """Reset every variable (state) tensor to its initial value."""
+        self._rt.ex.reset_variables()
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:
         return {n: self._rt.details(i) for n, i in self._sig.inputs.items()}

@@ -287,6 +287,8 @@ class _Loader:
         data = None
         if len(raw):
             data = self._constant(raw, ttype, dt, shape, n_elem, sparsity, label)
+        elif b > 0 and n_elem == 0 and dt != np.object_:
+            data = np.zeros(shape, dt)  # an empty constant has an empty buffer
         return Tensor(i, self.text(t.Name()), ttype, shape, sig, b, data, quant,
                       bool(t.IsVariable()), sparsity)
 

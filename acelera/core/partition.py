@@ -226,6 +226,7 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
             units = _topological(new_units)
     if not dry_run:
         ex.plan = [u.step for u in units]
+        ex.reset_variables()
     ex.report = report
     if require_full_delegation and not dry_run:
         cpu = [n for u in units if u.delegate is None for n in u.nodes]

@@ -1,0 +1,208 @@
+"""QUANTIZE and DEQUANTIZE (tflite/kernels/quantize.cc, dequantize.cc/.h).
+
+QUANTIZE float32 -> int8/uint8/int16 (per tensor or per channel) follows
+reference_ops::AffineQuantize: round(x / float(scale)) half away from zero in float32, cast to
+int32 (out-of-range and NaN values become INT32_MIN, as the x86 conversion the reference relies
+on does), plus the zero point, clamped to the output type. Quantized inputs are requantized with
+reference_ops::Requantize: MultiplyByQuantizedMultiplier(x - zp_in) with the multiplier of
+in_scale / out_scale (double), plus zp_out, clamped.
+
+DEQUANTIZE int8/uint8/int16/int4/float16 -> float32: per tensor in double precision
+(float(double(scale) * (q - zp))), per channel in float32 as the reference kernels do.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.model import Tensor
+from acelera.core.quant import quantize_multiplier
+
+_INT32_MIN = -(1 << 31)
+
+
+def _wrap32(x: np.ndarray) -> np.ndarray:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def mbqm(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier (int32 x held in int64, scalar multiplier >= 0 and shift).
+
+    Bit-identical to acelera.core.quant.multiply_by_quantized_multiplier (double rounding) in
+    fewer numpy passes: for a multiplier >= 0, SaturatingRoundingDoublingHighMul(a, b) equals
+    floor((a*b + 2**30) / 2**31), and RoundingDivideByPOT(y, r) equals
+    floor((y + 2**(r-1) - (y < 0)) / 2**r).
+    """
+    x = np.asarray(x, np.int64)
+    if shift > 0:
+        x = _wrap32(x << shift)
+    y = x * multiplier
+    y += 1 << 30
+    y >>= 31
+    if shift < 0:
+        r = -shift
+        y = (y + ((1 << (r - 1)) - (y < 0))) >> r
+    return np.asarray(y)
+
+
+def _code_view(x: np.ndarray) -> np.ndarray:
+    """The unsigned bit patterns of an 8/16-bit integer array (LUT indices)."""
+    return x.view(np.uint8 if x.dtype.itemsize == 1 else np.uint16)
+
+
+def _all_codes(dtype) -> np.ndarray:
+    """Every value of an 8/16-bit integer type, ordered by bit pattern."""
+    dtype = np.dtype(dtype)
+    u = np.arange(1 << (8 * dtype.itemsize), dtype=np.uint8 if dtype.itemsize == 1 else np.uint16)
+    return u.view(dtype)
+
+
+def _channel_params(t: Tensor, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel scales (float32) and zero points (int64) shaped to broadcast along the axis."""
+    q = t.quantization
+    axis = int(q.quantized_dimension)
+    shape = [1] * ndim
+    shape[axis] = q.scale.size
+    zp = q.zero_point if q.zero_point.size == q.scale.size else np.full(q.scale.size, q.zero_point[0])
+    return (np.asarray(q.scale, np.float32).reshape(shape), np.asarray(zp, np.int64).reshape(shape))
+
+
+def _round_half_away(v: np.ndarray) -> np.ndarray:
+    """Exact std::round (halves away from zero); floor(|v| + 0.5) is wrong for 0.49999997."""
+    t = np.trunc(v)
+    frac = v - t  # exact
+    return t + np.where(np.abs(frac) >= 0.5, np.sign(v), 0).astype(v.dtype)
+
+
+_JUST_BELOW_HALF = np.nextafter(np.float32(0.5), np.float32(0))
+
+
+def affine_quantize(x: np.ndarray, scale, zero_point, dtype) -> np.ndarray:
+    """reference_ops::AffineQuantize / PerChannelQuantize on float32 data (scale float32)."""
+    info = np.iinfo(dtype)
+    with np.errstate(all="ignore"):
+        v = np.array(np.divide(np.asarray(x, np.float32), np.asarray(scale, np.float32), dtype=np.float32))
+        # std::round (halves away from zero), exact in float32: trunc(v +- 0.49999997f).
+        r = np.empty_like(v)
+        np.copysign(_JUST_BELOW_HALF, v, out=r)
+        r += v
+        np.trunc(r, out=r)
+        lo, hi = (r.min(), r.max()) if r.size else (0.0, 0.0)
+        bad = None if (lo >= -2.0**31 and hi < 2.0**31) else ~((r >= -2.0**31) & (r < 2.0**31))
+        # r + zp may round for |r| >= 2**24, but never across the clamp bounds.
+        r += np.asarray(zero_point, np.float32)
+        np.clip(r, info.min, info.max, out=r)
+    out = r.astype(dtype)
+    if bad is not None:
+        # static_cast<int32_t> of out-of-range or NaN values gives INT32_MIN on x86; the zero
+        # point is then added with int32 wraparound and the sum clamped.
+        zp = np.asarray(zero_point, np.int64)
+        fix = np.clip(_wrap32(np.int64(_INT32_MIN) + zp), info.min, info.max).astype(dtype)
+        out[bad] = np.broadcast_to(fix, out.shape)[bad]
+    return out
+
+
+@register("QUANTIZE", max_version=6)
+def quantize(node: NodeContext):
+    x, out = node.input(0), node.outputs[0]
+    if x is None:
+        raise node.unsupported("missing input")
+    if not out.quantized:
+        raise node.unsupported("output tensor has no affine quantization")
+    if out.type_name not in ("INT8", "UINT8", "INT16", "INT32"):
+        raise node.unsupported(f"output type {out.type_name} is not supported")
+
+    if x.type_name == "FLOAT32":
+        if out.type_name == "INT32":
+            raise node.unsupported("FLOAT32 to INT32 is not supported")
+        dtype = out.dtype
+        if out.quantization.per_channel:
+            axis = int(out.quantization.quantized_dimension)
+            if not 0 <= axis < len(x.shape) or x.shape[axis] != out.quantization.scale.size:
+                raise node.unsupported("per-channel quantization does not match the input shape")
+            scale, zp = _channel_params(out, len(x.shape))
+        else:
+            scale = np.float32(out.quantization.scale[0])
+            zp = int(out.quantization.zero_point[0])
+
+        def run_quantize(x):
+            return affine_quantize(x, scale, zp, dtype)
+        return run_quantize
+
+    allowed = {"INT16": ("INT8", "INT16", "INT32"), "INT32": ("INT8", "INT16"),
+               "INT8": ("UINT8", "INT8", "INT16"), "UINT8": ("UINT8", "INT8", "INT16")}
+    if out.type_name not in allowed.get(x.type_name, ()):
+        raise node.unsupported(f"input type {x.type_name} with output type {out.type_name} is not supported")
+    if not x.quantized:
+        raise node.unsupported(f"{x.type_name} input has no quantization parameters")
+    if x.quantization.per_channel or out.quantization.per_channel:
+        raise node.unsupported("per-channel requantization is not supported")
+    s_in, zp_in = float(x.quantization.scale[0]), int(x.quantization.zero_point[0])
+    s_out, zp_out = float(out.quantization.scale[0]), int(out.quantization.zero_point[0])
+    if x.type_name == "INT16" and out.type_name == "INT16" and (zp_in != 0 or zp_out != 0):
+        raise node.unsupported("INT16 to INT16 requantization needs zero points 0")
+    if s_out == 0.0:
+        raise node.unsupported("output scale is 0")
+    mult, shift = quantize_multiplier(s_in / s_out)
+    dtype = out.dtype
+    info = np.iinfo(dtype)
+
+    def requantize(x):
+        v = _wrap32(np.asarray(x, np.int64) - zp_in)
+        q = mbqm(v, mult, shift) + zp_out
+        return np.asarray(np.clip(q, info.min, info.max), dtype)
+
+    if x.dtype.itemsize > 2:  # int32 input: compute directly
+        return requantize
+    table = requantize(_all_codes(x.dtype))  # every input value, by bit pattern
+
+    def run_requantize_lut(x):
+        return np.asarray(np.take(table, _code_view(np.asarray(x))))
+    return run_requantize_lut
+
+
+@register("DEQUANTIZE", max_version=9)
+def dequantize(node: NodeContext):
+    x, out = node.input(0), node.outputs[0]
+    if x is None:
+        raise node.unsupported("missing input")
+    if out.type_name != "FLOAT32":
+        raise node.unsupported(f"output type {out.type_name} is not supported (DEQUANTIZE produces FLOAT32)")
+    if x.type_name == "FLOAT16":
+        def run_fp16(x):
+            return np.asarray(x, np.float32)
+        return run_fp16
+    if x.type_name not in ("INT8", "UINT8", "INT16", "INT4"):
+        raise node.unsupported(f"input type {x.type_name} is not supported")
+    q = x.quantization
+    if q.per_channel:
+        if x.type_name == "INT16":
+            raise node.unsupported("per-channel INT16 input is not supported")
+        axis = int(q.quantized_dimension)
+        if not 0 <= axis < len(x.shape) or x.shape[axis] != q.scale.size:
+            raise node.unsupported("per-channel quantization does not match the input shape")
+        scale, zp = _channel_params(x, len(x.shape))
+        zpf = zp.astype(np.float32)
+
+        def run_per_channel(x):
+            v = np.array(x, np.float32)  # q - zp is exact in float32
+            v -= zpf
+            v *= scale
+            return v
+        return run_per_channel
+
+    scale = float(q.scale[0]) if q.is_set else 0.0
+    zp = int(q.zero_point[0]) if q.is_set else 0
+    if x.type_name == "INT16" and zp != 0:
+        raise node.unsupported("INT16 input needs zero_point 0")
+
+    # float(double(scale) * (q - zp)) == float32(scale) * float32(q - zp): the double product of
+    # a float32 and an integer below 2**24 is exact, so both round the exact product once.
+    s32, zp32 = np.float32(scale), np.float32(zp)
+
+    def run(x):
+        v = np.array(x, np.float32)
+        v -= zp32
+        v *= s32
+        return v
+    return run
