@@ -10,25 +10,15 @@ from acelera.registrar.flags import ParsedFlags
 from acelera.registrar.registry import Registry
 
 
-def log_params(parsed: ParsedFlags, verbose: bool, log) -> None:
-    """TFLite's LogParams: `<flag>: [<value>]` for flags that were set (all with --verbose)."""
-    for name, flag in parsed.flags.items():
-        if verbose or parsed.is_set(name):
-            src = parsed.sources.get(name)
-            suffix = f" (from {src})" if src and src != "command line" else ""
-            log(f"{flag.help or name} [--{name}]: [{parsed.get(name)}]{suffix}")
-
-
 def run(registry: Registry, parsed: ParsedFlags, log=print) -> int:
     params = BenchmarkParams(**{f.name: parsed.get(f.name) for f in fields(BenchmarkParams) if f.name in parsed.flags})
     if not params.graph:
         raise AceleraError("--graph is required: the path of the .tflite model to benchmark")
-    log_params(parsed, bool(parsed.get("verbose")), log)
     delegates = registry.build(parsed)
     for d in delegates:
         log(f"{d.name} delegate created ({d.backend}).")
-    if len(delegates) >= 2:
-        log(f"Going to apply {len(delegates)} delegates one after another.")
+    if not delegates:
+        log("No delegate enabled: every node runs on acelera's CPU reference kernels.")
     threads = parsed.get("num_threads")
 
     def make_interpreter() -> Interpreter:
