@@ -94,6 +94,14 @@ def text_lines(interp: Interpreter, scenarios: list[Scenario]) -> list[str]:
         cpu = [i for i in range(len(sg.operators)) if i not in rep.node_delegate and i not in rep.folded]
         lines.append(f"  CPU reference: {len(cpu)} node(s) {_ranges(cpu)}; constant-folded at prepare: "
                      f"{len(rep.folded)} node(s) {_ranges(rep.folded)}")
+        lines.append("  nodes:")
+        for i, op in enumerate(sg.operators):
+            where = rep.node_delegate.get(i)
+            if where is None:
+                where = "folded (constant, computed once at prepare)" if i in rep.folded else "CPU"
+                reasons = "; ".join(f"{d}: {r}" for d, r in rep.rejections.get(i, []))
+                where += f" ({reasons})" if reasons else ""
+            lines.append(f"    {i:4d} {op.name} v{op.version} -> {where}")
     return lines
 
 

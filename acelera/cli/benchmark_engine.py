@@ -966,16 +966,7 @@ class _Session:
         if not profiled:
             self.interp.invoke()
             return
-        interp = self.interp
-        rt = interp._rt
-        if not rt.allocated:
-            interp.invoke()  # raises the usual "not ready" error
-            return
-        if interp.num_threads is not None and interp.num_threads > 0:
-            with interp._thread_limit():
-                secs = rt.ex.run_profiled()
-        else:
-            secs = rt.ex.run_profiled()
+        secs = self.interp.invoke_profiled()
         self.run_profile.add_run([(name, type_, int(s * 1e6), 0)
                                   for (name, type_), s in zip(self.profile_names, secs)])
 

@@ -42,6 +42,35 @@ def tensor_details(t: Tensor, shape: Sequence[int]) -> dict[str, Any]:
     }
 
 
+class _BlasThreads:
+    """Runs a function with the BLAS/OpenMP pools limited to n threads, then restores them.
+
+    threadpoolctl finds the loaded pools once; per call only their get/set functions run
+    (threadpoolctl's own context manager costs about 15 us, too much per invoke)."""
+
+    def __init__(self):
+        self._libs = None
+
+    def run(self, n: int, fn: Callable[[], None]) -> None:
+        if self._libs is None:
+            from threadpoolctl import ThreadpoolController
+
+            self._libs = list(ThreadpoolController().lib_controllers)
+        old = [lib.get_num_threads() for lib in self._libs]
+        for lib, o in zip(self._libs, old):
+            if o != n:
+                lib.set_num_threads(n)
+        try:
+            fn()
+        finally:
+            for lib, o in zip(self._libs, old):
+                if o != n:
+                    lib.set_num_threads(o)
+
+
+_blas_threads = _BlasThreads()
+
+
 class _Runtime:
     """Interpreter state for one subgraph: the executor plus set/get with LiteRT's checks."""
 
@@ -131,7 +160,6 @@ class Interpreter:
                                        f"(see acelera.load_delegate), got {type(d).__name__}")
         self.require_full_delegation = False
         self._runtimes: dict[int, _Runtime] = {0: _Runtime(self, self.model.main)}
-        self._limiter = None
 
     # --- hooks for delegates and threads -------------------------------------------------
     def _build_plan(self, ex: Executor) -> None:
@@ -141,17 +169,22 @@ class Interpreter:
 
     def _run(self, ex: Executor) -> None:
         if self.num_threads is not None and self.num_threads > 0:
-            with self._thread_limit():
-                ex.run()
+            _blas_threads.run(self.num_threads, ex.run)
         else:
             ex.run()
 
-    def _thread_limit(self):
-        if self._limiter is None:
-            from threadpoolctl import ThreadpoolController
-
-            self._limiter = ThreadpoolController()
-        return self._limiter.limit(limits=self.num_threads)
+    def invoke_profiled(self) -> list[float]:
+        """invoke(), returning each execution-plan step's wall time in seconds (op profiling)."""
+        rt = self._rt
+        if not rt.allocated:
+            rt.invoke()  # raises the usual "not ready" error
+        times: list[float] = []
+        run = lambda: times.extend(rt.ex.run_profiled())  # noqa: E731
+        if self.num_threads is not None and self.num_threads > 0:
+            _blas_threads.run(self.num_threads, run)
+        else:
+            run()
+        return times
 
     @property
     def _rt(self) -> _Runtime:

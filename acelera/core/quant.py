@@ -34,13 +34,24 @@ def quantize_multipliers(reals) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _round_away(x: float) -> int:
-    """std::round: halves away from zero."""
-    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+    """std::round: halves away from zero (exact: compares the fraction, never adds 0.5)."""
+    a = abs(x)
+    f = math.floor(a)
+    r = f + (1 if a - f >= 0.5 else 0)
+    return r if x >= 0 else -r
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
-    """Vectorized std::round (TfLiteRound) on float arrays."""
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    """Vectorized std::round (TfLiteRound) on float arrays, in the input's float precision.
+
+    `floor(|x| + 0.5)` is wrong when |x| + 0.5 rounds up (x = 0.49999997f gives 1, std::round
+    gives 0), so the fraction is compared instead: |x| - floor(|x|) is exact in floating point.
+    """
+    x = np.asarray(x)
+    a = np.abs(x)
+    f = np.floor(a)
+    with np.errstate(invalid="ignore"):  # inf - inf for infinite x: the result is still inf
+        return np.copysign(f + (a - f >= 0.5), x)
 
 
 def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
@@ -65,8 +76,8 @@ def rounding_divide_by_pot(x, exponent) -> np.ndarray:
     return (x >> exponent) + (remainder > threshold)
 
 
-def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
-    """TFLite MultiplyByQuantizedMultiplier for int32 x (double-rounding variant)."""
+def _multiply_by_quantized_multiplier_steps(x, multiplier, shift) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier step by step (SRDHM, then RoundingDivideByPOT)."""
     x = np.asarray(x, np.int64)
     shift = np.asarray(shift, np.int64)
     left = np.maximum(shift, 0)
@@ -75,20 +86,89 @@ def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, multiplier), right)
 
 
+def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
+    """TFLite MultiplyByQuantizedMultiplier for int32 x (double-rounding variant); x outside
+    the int32 range is first wrapped like the C++ int32 argument."""
+    out = _wrap_int32_inplace(np.array(x, np.int64))  # a copy the in-place version overwrites
+    res = multiply_by_quantized_multiplier_inplace(out, multiplier, shift)
+    return res if res.ndim else res[()]
+
+
+def multiply_by_quantized_multiplier_inplace(acc: np.ndarray, multiplier, shift) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier computed in place in `acc`, an int64 array the caller
+    owns holding int32-range values (not checked: wrap them first if they may overflow, as
+    the C++ int32 accumulators do); `multiplier`/`shift` broadcast against it. Returns the array
+    (broadcasting may enlarge it only when acc is smaller than the parameters).
+
+    Bit-exact with the two gemmlowp steps (see `_multiply_by_quantized_multiplier_steps`) in a
+    few in-place numpy passes: for int32 a, m (not both INT32_MIN)
+    SaturatingRoundingDoublingHighMul(a, m) = floor((a*m + 2**30) / 2**31), and
+    RoundingDivideByPOT(v, r) = floor((v + 2**(r-1) - [v < 0]) / 2**r) for r > 0.
+    """
+    m = np.asarray(multiplier, np.int64)
+    shift = np.asarray(shift, np.int64)
+    if np.any(m == INT32_MIN):  # the only case where SRDHM saturates
+        res = _multiply_by_quantized_multiplier_steps(acc, m, shift)
+        if np.shape(res) == acc.shape:
+            acc[...] = res
+            return acc
+        return np.asarray(res, np.int64)
+    if acc.shape != np.broadcast_shapes(acc.shape, m.shape, shift.shape):
+        acc = np.array(np.broadcast_to(acc, np.broadcast_shapes(acc.shape, m.shape, shift.shape)))
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    if np.any(left):
+        acc <<= left
+        _wrap_int32_inplace(acc)
+    acc *= m
+    rpos = right > 0
+    if np.any(rpos):
+        neg = acc < -(1 << 30)  # SRDHM result < 0
+        if not np.all(rpos):
+            neg &= rpos
+        acc += 1 << 30
+        acc >>= 31
+        acc -= neg
+        acc += np.where(rpos, np.int64(1) << np.maximum(right - 1, 0), 0)
+        acc >>= right
+    else:
+        acc += 1 << 30
+        acc >>= 31
+    return acc
+
+
 def multiply_by_quantized_multiplier_int64(x, multiplier, shift) -> np.ndarray:
     """TFLite MultiplyByQuantizedMultiplier(int64 x, ...) used by int16x8 kernels."""
-    x = np.asarray(x, np.int64)
+    out = np.array(x, np.int64)
+    res = multiply_by_quantized_multiplier_int64_inplace(out, multiplier, shift)
+    return res if res.ndim else res[()]
+
+
+def multiply_by_quantized_multiplier_int64_inplace(acc: np.ndarray, multiplier, shift) -> np.ndarray:
+    """The int64 MultiplyByQuantizedMultiplier in place in `acc` (an int64 array the caller
+    owns, |values| < 2**47); returns the array."""
     multiplier = np.asarray(multiplier, np.int64)
     shift = np.asarray(shift, np.int64)
+    full = np.broadcast_shapes(acc.shape, multiplier.shape, shift.shape)
+    if acc.shape != full:
+        acc = np.array(np.broadcast_to(acc, full))
     reduced = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
     total_shift = 15 - shift
-    rnd = np.int64(1) << (total_shift - 1)
-    result = (x * reduced + rnd) >> total_shift
-    return _wrap_int32(result)  # the C++ narrows to int32_t without saturating
+    acc *= reduced
+    acc += np.int64(1) << (total_shift - 1)
+    acc >>= total_shift
+    return _wrap_int32_inplace(acc)  # the C++ narrows to int32_t without saturating
 
 
 def _wrap_int32(x: np.ndarray) -> np.ndarray:
     return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _wrap_int32_inplace(x: np.ndarray) -> np.ndarray:
+    x += 1 << 31
+    x &= 0xFFFFFFFF
+    x -= 1 << 31
+    return x
 
 
 def quantize(real: np.ndarray, scale: float, zero_point: int, dtype) -> np.ndarray:

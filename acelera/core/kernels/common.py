@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.model import Tensor
+from acelera.core.quant import round_half_away
 
 NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT = range(6)
 SAME, VALID = 0, 1
@@ -41,8 +42,7 @@ def quantized_activation_range(act: int, scale: float, zero_point: int, dtype) -
     scale = np.float32(scale)
 
     def q(f: float) -> int:
-        v = np.float32(f) / scale
-        return int(zero_point) + int(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
+        return int(zero_point) + int(round_half_away(np.float32(f) / scale))
 
     if act == RELU:
         return max(qmin, q(0.0)), qmax

@@ -1,0 +1,312 @@
+"""TRANSPOSE_CONV and MediaPipe's custom op Convolution2DTransposeBias.
+
+LiteRT: tflite/kernels/transpose_conv.cc with reference_ops::TransposeConv,
+reference_integer_ops::TransposeConv and reference_ops::HybridTransposeConv. MediaPipe:
+mediapipe/util/tflite/operations/transpose_conv_bias.cc (float only; inputs (input, OHWI
+weights, bias); custom_options hold a raw TfLiteTransposeConvParams {padding, stride_width,
+stride_height} as three little-endian int32, padding 1 = SAME, 2 = VALID).
+
+Computation: one matmul input (n*h*w, i) x weights (i, kh*kw*o) gives every tap's
+contribution, then col2im adds the kh*kw strided slices into the (padded) output and crops
+the padding. Quantized variants accumulate exact integers (float32 or float64 BLAS as the
+bound allows) and requantize like CONV_2D.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from acelera.core.errors import ModelError
+from acelera.core.kernels.common import SAME
+from acelera.core.kernels.conv import (T_FLOAT32, T_INT8, T_INT16, T_INT32, T_INT64, T_UINT8,
+                                       Requantizer, asymmetric_quantize, bias_vector,
+                                       check_rank4, conv_multipliers, exact_dtype,
+                                       filter_scales, float_act_bounds, max_abs_shifted, opt,
+                                       out_size, quant_act_bounds, wrap_int32, zero_point,
+                                       f32_scale)
+from acelera.core.kernels.registry import Kernel, NodeContext, register
+
+
+@dataclass(frozen=True)
+class TGeometry:
+    """Transposed convolution geometry: input (n, h, w, i) scattered into (n, oh, ow, o)."""
+
+    n: int
+    h: int
+    w: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    oh: int
+    ow: int
+    pt: int
+    pl: int
+    o: int
+
+    def col2im(self, cols: np.ndarray) -> np.ndarray:
+        """cols (n, h, w, kh, kw, o) -> (n, oh, ow, o) sums, before bias."""
+        fh = max((self.h - 1) * self.sh + self.kh, self.pt + self.oh)
+        fw = max((self.w - 1) * self.sw + self.kw, self.pl + self.ow)
+        full = np.zeros((self.n, fh, fw, self.o), cols.dtype)
+        ys, xs = (self.h - 1) * self.sh + 1, (self.w - 1) * self.sw + 1
+        for ky in range(self.kh):
+            for kx in range(self.kw):
+                full[:, ky:ky + ys:self.sh, kx:kx + xs:self.sw, :] += cols[:, :, :, ky, kx, :]
+        return full[:, self.pt:self.pt + self.oh, self.pl:self.pl + self.ow, :]
+
+    def scatter(self, x2d: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        """x2d (n*h*w, i) @ wt (i, kh*kw*o), col2im'd."""
+        cols = (x2d @ wt).reshape(self.n, self.h, self.w, self.kh, self.kw, self.o)
+        if self.kh == 1 and self.kw == 1 and self.sh == 1 and self.sw == 1 \
+                and self.pt == 0 and self.pl == 0 and self.oh == self.h and self.ow == self.w:
+            return cols.reshape(self.n, self.h, self.w, self.o)
+        return self.col2im(cols)
+
+
+def _weights_t(w: np.ndarray, dtype) -> np.ndarray:
+    """OHWI -> (i, kh*kw*o)."""
+    o, kh, kw, i = w.shape
+    return np.ascontiguousarray(np.asarray(w).transpose(3, 1, 2, 0).reshape(i, kh * kw * o).astype(dtype))
+
+
+# --- TRANSPOSE_CONV --------------------------------------------------------------------------
+
+@register("TRANSPOSE_CONV", max_version=5)
+def transpose_conv(node: NodeContext) -> Kernel:
+    s_t, w_t, x_t = node.input(0), node.input(1), node.input(2)
+    b_t = node.input(3)
+    y_t = node.outputs[0]
+    if s_t is None or w_t is None or x_t is None:
+        raise ModelError("TRANSPOSE_CONV needs output_shape, weights and input tensors")
+    check_rank4(node, x_t, w_t)
+    if len(s_t.shape) != 1:
+        raise ModelError("TRANSPOSE_CONV output_shape must be a 1-D tensor")
+    if s_t.type != T_INT32:
+        raise node.unsupported(f"output_shape type {s_t.type_name} is not supported (INT32 only)")
+    o, kh, kw, ci = (int(d) for d in w_t.shape)
+    n, h, w, c = (int(d) for d in x_t.shape)
+    if min(o, kh, kw, h, w, c) <= 0:
+        raise ModelError(f"TRANSPOSE_CONV has empty input {list(x_t.shape)} or weights {list(w_t.shape)}")
+    if c != ci:
+        raise ModelError(f"input channels {c} differ from weight channels {ci}")
+    sh, sw = opt(node, "stride_h", 1), opt(node, "stride_w", 1)
+    if min(sh, sw) <= 0 or max(sh, sw) > 32767:
+        raise ModelError(f"strides ({sh}, {sw}) must be in [1, 32767]")
+    padding = opt(node, "padding", SAME)
+    act = opt(node, "fused_activation_function", 0)
+    xt, wt = x_t.type, w_t.type
+    if y_t.type != xt:
+        raise node.unsupported(f"output type {y_t.type_name} differs from input type {x_t.type_name}")
+
+    def geometry(shape) -> TGeometry:
+        shape = [int(v) for v in np.asarray(shape).reshape(-1)]
+        if len(shape) != 4:
+            raise ModelError(f"TRANSPOSE_CONV output_shape must have 4 elements, has {len(shape)}")
+        if shape[0] != n or shape[3] != o or shape[1] <= 0 or shape[2] <= 0:
+            raise ModelError(f"TRANSPOSE_CONV output_shape {shape} does not fit input "
+                             f"{list(x_t.shape)} and weights {list(w_t.shape)}")
+        oh, ow = shape[1], shape[2]
+        if out_size(padding, oh, kh, sh, 1) != h or out_size(padding, ow, kw, sw, 1) != w:
+            raise ModelError(f"TRANSPOSE_CONV output_shape {shape} does not produce input {list(x_t.shape)}")
+        pt = max((h - 1) * sh + kh - oh, 0) // 2
+        pl = max((w - 1) * sw + kw - ow, 0) // 2
+        return TGeometry(n, h, w, kh, kw, sh, sw, oh, ow, pt, pl, o)
+
+    s_const = node.const(0)
+    g_const = None if s_const is None else geometry(s_const)
+
+    if xt == T_FLOAT32:
+        bias_vector(node, b_t, o, (T_FLOAT32,))
+        if wt == T_FLOAT32:
+            core = _float_core(node)
+        elif wt == T_INT8:
+            core = _hybrid_core(node)
+        else:
+            raise node.unsupported(f"weights type {w_t.type_name} with FLOAT32 input is not supported")
+        lo, hi = float_act_bounds(act)
+    elif xt in (T_UINT8, T_INT8, T_INT16):
+        want = T_UINT8 if xt == T_UINT8 else T_INT8
+        if wt != want:
+            raise node.unsupported(f"weights type {w_t.type_name} with {x_t.type_name} input "
+                                   "is not supported")
+        if xt == T_INT16:
+            wide = _int16_wide(node, b_t, o)
+        else:
+            bias_vector(node, b_t, o, (T_INT32,))
+            wide = False
+        core = _quant_core(node, act, wide)
+    else:
+        raise node.unsupported(f"input type {x_t.type_name} is not supported")
+
+    def run(out_shape, w_, x, b=None):
+        if g_const is not None:
+            g = g_const
+        elif not np.any(out_shape) and len(y_t.shape) == 4:
+            # The executor's shape pass feeds zeros for a non-constant output_shape: use the
+            # shape the model declares (an all-zero output_shape is invalid anyway).
+            g = geometry(y_t.shape)
+        else:
+            g = geometry(out_shape)
+        out = core(g, w_, x, b)
+        if xt == T_FLOAT32:
+            np.clip(out, lo, hi, out=out)
+        return out
+    return run
+
+
+def _int16_wide(node: NodeContext, b_t, channels: int) -> bool:
+    qbt = opt(node, "quantized_bias_type", T_FLOAT32)
+    if qbt not in (T_FLOAT32, T_INT32, T_INT64):
+        raise node.unsupported(f"quantized_bias_type {qbt} is not supported")
+    if qbt == T_FLOAT32:
+        if b_t is not None and b_t.type == T_INT32:
+            raise node.unsupported("INT16 input with INT32 bias needs quantized_bias_type=INT32")
+        bias_vector(node, b_t, channels, (T_INT64,))
+        return True
+    bias_vector(node, b_t, channels, (qbt,))
+    return qbt == T_INT64
+
+
+def _float_core(node: NodeContext):
+    w_const, b_const = node.const(1), node.const(3)
+    wt_const = None if w_const is None else _weights_t(w_const, np.float32)
+
+    def core(g: TGeometry, w, x, b):
+        wt = wt_const if wt_const is not None else _weights_t(w, np.float32)
+        out = g.scatter(np.asarray(x, np.float32).reshape(-1, wt.shape[0]), wt)
+        out = np.ascontiguousarray(out)
+        bias = b_const if b_const is not None else b
+        if bias is not None:
+            out += bias.reshape(-1).astype(np.float32, copy=False)
+        return out
+    return core
+
+
+def _hybrid_core(node: NodeContext):
+    """Float input, int8 weights (reference_ops::HybridTransposeConv)."""
+    w_t = node.input(1)
+    q = w_t.quantization
+    if not q.is_set:
+        raise ModelError(f"weights '{w_t.name}' need quantization parameters")
+    o = int(w_t.shape[0])
+    scales = np.asarray(q.scale, np.float32)
+    qd = q.quantized_dimension
+    if scales.size == 1:
+        scales = np.full(o, scales[0], np.float32)
+    elif not (0 <= qd < 4 and scales.size == int(w_t.shape[qd]) and qd == 0):
+        raise node.unsupported("hybrid TRANSPOSE_CONV needs one scale or one per output channel")
+    kh, kw, ci = (int(d) for d in w_t.shape[1:])
+    ft = exact_dtype(ci * kh * kw, 255.0, 128.0)
+    w_const, b_const = node.const(1), node.const(3)
+    wt_const = None if w_const is None else _weights_t(w_const, ft)
+
+    def core(g: TGeometry, w, x, b):
+        wt = wt_const if wt_const is not None else _weights_t(w, ft)
+        x = np.asarray(x, np.float32)
+        xs = np.empty(x.shape, ft)
+        factors = np.empty(x.shape[0], np.float32)
+        for i in range(x.shape[0]):
+            qb, sf, off = asymmetric_quantize(x[i])
+            xs[i] = qb
+            if off:
+                xs[i] -= ft(off)
+            factors[i] = sf
+        acc = g.scatter(xs.reshape(-1, ci), wt).astype(np.float32)
+        out = acc * scales
+        out *= factors[:, None, None, None]
+        bias = b_const if b_const is not None else b
+        if bias is not None:
+            out += bias.reshape(-1).astype(np.float32, copy=False)
+        return out
+    return core
+
+
+def _quant_core(node: NodeContext, act: int, wide: bool):
+    w_t, x_t, b_t, y_t = node.input(1), node.input(2), node.input(3), node.outputs[0]
+    xt = x_t.type
+    o, kh, kw, ci = (int(d) for d in w_t.shape)
+    legacy = xt == T_UINT8
+    qd = w_t.quantization.quantized_dimension
+    w_scales = filter_scales(node, w_t, o, int(w_t.shape[qd]) if 0 <= qd < 4 else -1,
+                             allow_per_channel=not legacy)
+    in_zp, out_zp = zero_point(x_t), zero_point(y_t)
+    w_zp = zero_point(w_t) if legacy else 0  # int8 kernels ignore the weights zero point
+    if xt == T_INT16 and (in_zp != 0 or out_zp != 0):
+        raise node.unsupported("INT16 input and output zero points must be 0")
+    mult, shift = conv_multipliers(x_t, w_scales, y_t, legacy, b_t)
+    qmin, qmax = quant_act_bounds(act, float(f32_scale(y_t)), out_zp, y_t.dtype)
+    req = Requantizer(mult, shift, 0 if xt == T_INT16 else out_zp, qmin, qmax, y_t.dtype, wide)
+    w_const, b_const = node.const(1), node.const(3)
+    max_w = (float(np.max(np.abs(w_const.astype(np.int64) - w_zp), initial=0))
+             if w_const is not None else float(max_abs_shifted(w_t.dtype, w_zp)))
+    ft = exact_dtype(ci * kh * kw, max_abs_shifted(x_t.dtype, in_zp), max_w)
+
+    def wmat(w):
+        return _weights_t(np.asarray(w, np.int32) - w_zp, ft)
+    wt_const = None if w_const is None else wmat(w_const)
+
+    def core(g: TGeometry, w, x, b):
+        wt = wt_const if wt_const is not None else wmat(w)
+        xs = x.astype(ft)
+        if in_zp:
+            xs -= ft(in_zp)
+        acc = g.scatter(xs.reshape(-1, ci), wt).astype(np.int64)
+        bias = b_const if b_const is not None else b
+        if bias is not None:
+            acc += bias.reshape(-1).astype(np.int64)
+        if not wide:
+            wrap_int32(acc)
+        return req(acc)
+    return core
+
+
+# --- MediaPipe Convolution2DTransposeBias ----------------------------------------------------
+
+_TFLITE_PADDING_SAME, _TFLITE_PADDING_VALID = 1, 2  # TfLitePadding (0 is kTfLitePaddingUnknown)
+
+
+@register("Convolution2DTransposeBias", max_version=1)
+def convolution_2d_transpose_bias(node: NodeContext) -> Kernel:
+    x_t, w_t, b_t = node.input(0), node.input(1), node.input(2)
+    y_t = node.outputs[0]
+    if len(node.inputs) != 3 or x_t is None or w_t is None or b_t is None:
+        raise ModelError("Convolution2DTransposeBias needs input, weights and bias tensors")
+    check_rank4(node, x_t, w_t)
+    if len(b_t.shape) != 1:
+        raise ModelError("Convolution2DTransposeBias bias must be 1-D")
+    for t in (x_t, w_t, b_t, y_t):
+        if t.type != T_FLOAT32:
+            raise node.unsupported(f"tensor type {t.type_name} is not supported (FLOAT32 only)")
+    raw = bytes(node.op.custom_options)
+    if len(raw) < 12:
+        raise ModelError(f"Convolution2DTransposeBias custom options hold {len(raw)} bytes, "
+                         "expected TfLiteTransposeConvParams (12)")
+    padding, sw, sh = struct.unpack_from("<iii", raw)
+    if min(sh, sw) <= 0:
+        raise ModelError(f"strides ({sh}, {sw}) must be positive")
+    o, kh, kw, ci = (int(d) for d in w_t.shape)
+    n, h, w, c = (int(d) for d in x_t.shape)
+    if c != ci or int(b_t.shape[0]) != o:
+        raise ModelError(f"Convolution2DTransposeBias shapes do not match: input {list(x_t.shape)}, "
+                         f"weights {list(w_t.shape)}, bias {list(b_t.shape)}")
+    if min(o, kh, kw, h, w, c) <= 0:
+        raise ModelError("Convolution2DTransposeBias has an empty input or weights tensor")
+    pad_h = pad_w = 0
+    if padding == _TFLITE_PADDING_SAME:
+        pad_h = max(0, kh - (h - 1) % sh - 1)
+        pad_w = max(0, kw - (w - 1) % sw - 1)
+    oh = sh * (h - 1) + kh - pad_h
+    ow = sw * (w - 1) + kw - pad_w
+    g = TGeometry(n, h, w, kh, kw, sh, sw, oh, ow, pad_h // 2, pad_w // 2, o)
+    w_const, b_const = node.const(1), node.const(2)
+    wt_const = None if w_const is None else _weights_t(w_const, np.float32)
+
+    def run(x, w_, b):
+        wt = wt_const if wt_const is not None else _weights_t(w_, np.float32)
+        out = np.ascontiguousarray(g.scatter(np.asarray(x, np.float32).reshape(-1, ci), wt))
+        out += (b_const if b_const is not None else b).astype(np.float32, copy=False)
+        return out
+    return run
