@@ -1,0 +1,386 @@
+"""SOFTMAX (with beta) and LOG_SOFTMAX over the last axis.
+
+float32 follows reference_ops::Softmax / LogSoftmax (subtract the row max, exp in float32).
+Quantized paths are LiteRT's kReference ones, bit-exact:
+
+* int8/uint8 input (int8/uint8/int16 output): gemmlowp fixed point (exp_on_negative_values
+  in Q5.26, the Q12 sum, GetReciprocal), vectorized over rows. Every input difference lies
+  in [-255, 0], so the per-difference exp values are a 256-entry table built in prepare.
+* int16: reference_ops::SoftmaxInt16 with its two interpolated 513-entry LUTs (exp on
+  [-10, 0] and 1/(1+x) on [0, 1], built in double as LiteRT does).
+* LOG_SOFTMAX int8/uint8: the fixed-point log_x_for_x_greater_than_or_equal_to_1 path.
+
+The vectorized gemmlowp primitives here (int32 values held in int64 arrays) are reused by
+unary.py (RSQRT).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from acelera.core.kernels.activations import (F32, INT32_MAX, INT32_MIN, check_same_type, clz32,
+                                              legacy_qparams, lut16, lut16_expand, lut_apply,
+                                              ndarray_kernel, require_per_tensor, wrap32)
+from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.quant import (multiply_by_quantized_multiplier, quantize_multiplier,
+                                rounding_divide_by_pot, saturating_rounding_doubling_high_mul)
+
+srdhm = saturating_rounding_doubling_high_mul
+rdbpot = rounding_divide_by_pot
+
+# --------------------------------------------------------------------------------------
+# gemmlowp fixed point on int32 (values in int64 arrays)
+# --------------------------------------------------------------------------------------
+
+
+def sat_lshift(x, exponent) -> np.ndarray:
+    """SaturatingRoundingMultiplyByPOT for exponent >= 0 (scalar or per element)."""
+    x = np.asarray(x, np.int64)
+    e = np.asarray(exponent, np.int64)
+    thr = (np.int64(1) << (31 - e)) - 1
+    shifted = np.clip(x * (np.int64(1) << e), INT32_MIN, INT32_MAX)
+    return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, shifted))
+
+
+def rescale(x, src_bits: int, dst_bits: int) -> np.ndarray:
+    """gemmlowp::Rescale<dst>(FixedPoint<int32, src>)."""
+    e = src_bits - dst_bits
+    if e > 0:
+        return sat_lshift(x, e)
+    if e < 0:
+        return rdbpot(x, -e)
+    return np.asarray(x, np.int64)
+
+
+def rounding_half_sum(a, b) -> np.ndarray:
+    s = np.asarray(a, np.int64) + np.asarray(b, np.int64)
+    t = s + np.where(s >= 0, 1, -1)
+    return np.where(t >= 0, t // 2, -((-t) // 2))  # C++ division truncates
+
+
+def _add(a, b):
+    return wrap32(np.asarray(a, np.int64) + b)
+
+
+def _sub(a, b):
+    return wrap32(np.asarray(a, np.int64) - b)
+
+
+def exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:
+    constant_term = 1895147668
+    constant_1_over_3 = 715827883
+    x = _add(a, 1 << 28)
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    x4_over_4 = rdbpot(x4, 2)
+    poly = rdbpot(_add(srdhm(_add(x4_over_4, x3), constant_1_over_3), x2), 1)
+    return _add(constant_term, srdhm(constant_term, _add(x, poly)))
+
+
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+               (2, 39332535), (3, 720401), (4, 242))
+
+
+def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
+    """gemmlowp::exp_on_negative_values: FixedPoint<int32, integer_bits> -> Q0.31."""
+    a = np.asarray(a, np.int64)
+    frac_bits = 31 - integer_bits
+    one_quarter = 1 << (frac_bits - 2)
+    a_mod_q_minus_q = _sub(a & (one_quarter - 1), one_quarter)
+    result = exp_on_interval_between_negative_one_quarter_and_0_excl(
+        rescale(a_mod_q_minus_q, integer_bits, 0))
+    remainder = _sub(a_mod_q_minus_q, a)
+    for exponent, multiplier in _EXP_BARREL:
+        if integer_bits > exponent:
+            bit = 1 << (frac_bits + exponent)
+            result = np.where((remainder & bit) != 0, srdhm(result, multiplier), result)
+    if integer_bits > 5:
+        result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
+    return np.where(a == 0, INT32_MAX, result)
+
+
+def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
+    half_denominator = rounding_half_sum(a, INT32_MAX)
+    x = _add(1515870810, srdhm(half_denominator, -1010580540))
+    for _ in range(3):
+        one_minus = _sub(1 << 29, srdhm(half_denominator, x))
+        x = _add(x, rescale(srdhm(x, one_minus), 4, 2))
+    return rescale(x, 1, 0)
+
+
+def get_reciprocal(x, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """GetReciprocal: (Q0.31 reciprocal scale, num_bits_over_unit)."""
+    x = np.asarray(x, np.int64)
+    headroom_plus_one = clz32(x)
+    shifted = wrap32(((x & 0xFFFFFFFF) << headroom_plus_one) - (1 << 31))
+    return one_over_one_plus_x_for_x_in_0_1(shifted), x_integer_digits - headroom_plus_one
+
+
+def _srdhm_int(a: int, b: int) -> int:
+    if a == b == INT32_MIN:
+        return INT32_MAX
+    ab = a * b + ((1 << 30) if a * b >= 0 else 1 - (1 << 30))
+    return ab >> 31 if ab >= 0 else -((-ab) >> 31)
+
+
+def _w32_int(x: int) -> int:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _sat_lshift_int(x: int, e: int) -> int:
+    thr = (1 << (31 - e)) - 1
+    return INT32_MAX if x > thr else INT32_MIN if x < -thr else x << e
+
+
+def get_reciprocal_int(x: int, x_integer_digits: int) -> tuple[int, int]:
+    """get_reciprocal for one Python int (the same arithmetic, ~20x faster than numpy on a
+    1-element array: a softmax over a few rows is dominated by this per-row step)."""
+    u = x & 0xFFFFFFFF
+    headroom_plus_one = 32 - u.bit_length()
+    a = _w32_int((u << headroom_plus_one) - (1 << 31))
+    s = a + INT32_MAX
+    t = s + (1 if s >= 0 else -1)
+    half_denominator = t // 2 if t >= 0 else -((-t) // 2)
+    v = _w32_int(1515870810 + _srdhm_int(half_denominator, -1010580540))
+    for _ in range(3):
+        one_minus = _w32_int((1 << 29) - _srdhm_int(half_denominator, v))
+        v = _w32_int(v + _sat_lshift_int(_srdhm_int(v, one_minus), 2))
+    return _sat_lshift_int(v, 1), x_integer_digits - headroom_plus_one
+
+
+def _sat_add32(a, b):
+    return np.clip(np.asarray(a, np.int64) + b, INT32_MIN, INT32_MAX)
+
+
+def log_x_for_x_greater_than_or_equal_to_1(x, input_bits: int, output_bits: int) -> np.ndarray:
+    """log_x_for_x_greater_than_or_equal_to_1_impl<output_bits, input_bits>."""
+    accum_bits = output_bits + 1
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = int(rescale(536870912, 0, accum_bits))
+    z_a = np.asarray(x, np.int64)
+    z_a_headroom_plus_1 = clz32(z_a)
+    r_a_tmp = sat_lshift(z_a, z_a_headroom_plus_1 - 1)
+    r_a_raw = sat_lshift(srdhm(r_a_tmp, sqrt_half), 1)
+    z_a_pow_2_adj = _sat_add32(sat_lshift(input_bits - z_a_headroom_plus_1, 31 - accum_bits),
+                               shifted_quarter)
+    z_b = srdhm(z_a, sqrt_half)
+    z_b_headroom = clz32(z_b) - 1
+    r_b_raw = sat_lshift(z_a, z_b_headroom)
+    z_b_pow_2_adj = _sat_add32(sat_lshift(input_bits - z_b_headroom, 31 - accum_bits),
+                               -shifted_quarter)
+    r = np.minimum(r_a_raw, r_b_raw)
+    z_pow_2_adj = np.maximum(z_a_pow_2_adj, z_b_pow_2_adj)
+    p = rounding_half_sum(r, sqrt_sqrt_half)
+    q = _sub(r, sqrt_sqrt_half)
+    q = _add(q, q)
+    common_sq = srdhm(q, q)
+    num = _add(srdhm(q, r), srdhm(srdhm(q, common_sq), alpha_n))
+    denom_minus_one_0 = _add(srdhm(p, _add(_add(alpha_i, q), srdhm(alpha_d, common_sq))),
+                             srdhm(alpha_f, q))
+    recip_denom = one_over_one_plus_x_for_x_in_0_1(denom_minus_one_0)
+    num_scaled = rescale(num, 0, accum_bits)
+    return rescale(_add(srdhm(z_pow_2_adj, log_2), srdhm(num_scaled, recip_denom)),
+                   accum_bits, output_bits)
+
+
+def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
+                           total_signed_bits: int = 31) -> int:
+    max_input_rescaled = (1.0 * ((1 << input_integer_bits) - 1)
+                          * (1 << (total_signed_bits - input_integer_bits)) / (1 << input_left_shift))
+    return int(math.floor(max_input_rescaled))
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    return x.reshape(-1, x.shape[-1]) if x.size else x.reshape(0, max(x.shape[-1], 0))
+
+
+def _softmax_scaling(node: NodeContext, beta: float, input_scale: float) -> tuple[int, int, int]:
+    """PreprocessSoftmaxScaling (5 integer bits): (multiplier, left_shift, diff_min)."""
+    real = min(beta * input_scale * (1 << 26), (1 << 31) - 1.0)
+    if not real > 1.0:
+        raise node.unsupported("beta * input scale is too small for the quantized kernel "
+                               "(LiteRT aborts on QuantizeMultiplierGreaterThanOne)")
+    mult, left_shift = quantize_multiplier(real)
+    return mult, left_shift, -calculate_input_radius(5, left_shift)
+
+
+def _rescaled_diffs(mult: int, left_shift: int) -> np.ndarray:
+    """MultiplyByQuantizedMultiplierGreaterThanOne over every 8-bit difference -255..0."""
+    diffs = np.arange(-255, 1, dtype=np.int64)
+    return srdhm(wrap32(diffs * (1 << left_shift)), mult)
+
+
+# --------------------------------------------------------------------------------------
+# SOFTMAX
+# --------------------------------------------------------------------------------------
+
+@register("SOFTMAX", max_version=3)
+@ndarray_kernel
+def softmax(node: NodeContext):
+    x, y = node.inputs[0], node.outputs[0]
+    if x is None:
+        raise node.unsupported("missing input")
+    if len(x.shape) < 1:
+        raise node.unsupported("input must have at least one dimension")
+    beta = float(F32(node.options.get("beta", 1.0)))
+    pair = (np.dtype(x.dtype), np.dtype(y.dtype))
+    if pair == (np.float32, np.float32):
+        fbeta = F32(beta)
+
+        def run_f(a):
+            if a.size == 0:
+                return np.empty(a.shape, F32)
+            with np.errstate(over="ignore", invalid="ignore"):
+                e = np.exp((a - np.max(a, axis=-1, keepdims=True)) * fbeta)
+                return e / np.sum(e, axis=-1, keepdims=True, dtype=F32)
+        return run_f
+    allowed = {(np.int8, np.int8), (np.int8, np.int16), (np.uint8, np.uint8),
+               (np.uint8, np.int16), (np.int16, np.int16)}
+    if pair not in {(np.dtype(a), np.dtype(b)) for a, b in allowed}:
+        raise node.unsupported(f"input type {x.type_name} with output type {y.type_name} is not supported")
+    require_per_tensor(node, x, y)
+    in_s, in_zp = legacy_qparams(x)
+    out_s, out_zp = legacy_qparams(y)
+    if pair == (np.int8, np.int8):
+        if out_zp != -128 or abs(out_s - 1.0 / 256) > 0.001 / 256:
+            raise node.unsupported("int8 SOFTMAX output needs zero point -128 and scale 1/256")
+    if x.dtype == np.int16:
+        return _softmax_int16(node, x, y, beta)
+    return _softmax_q8(node, beta, in_s, y.dtype)
+
+
+def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
+    mult, left_shift, diff_min = _softmax_scaling(node, beta, in_s)
+    diffs = np.arange(-255, 1)
+    valid = diffs >= diff_min
+    exp_q0 = np.where(valid, exp_on_negative_values(_rescaled_diffs(mult, left_shift), 5), 0)
+    exp_q12 = np.where(valid, rescale(exp_q0, 0, 12), 0)
+    info = np.iinfo(out_dtype)
+    bits = 8 * np.dtype(out_dtype).itemsize
+
+    def run(a):
+        if a.size == 0:
+            return np.empty(a.shape, out_dtype)
+        r = _rows(a).astype(np.int64)
+        idx = r - r.max(axis=1, keepdims=True) + 255
+        sum_of_exps = wrap32(exp_q12[idx].sum(axis=1, keepdims=True))
+        if sum_of_exps.shape[0] <= 16:
+            pairs = [get_reciprocal_int(int(v), 12) for v in sum_of_exps[:, 0].tolist()]
+            scale = np.array([[p[0]] for p in pairs], np.int64)
+            bits_over_unit = np.array([[p[1]] for p in pairs], np.int64)
+        else:
+            scale, bits_over_unit = get_reciprocal(sum_of_exps, 12)
+        # LiteRT aborts (TFLITE_CHECK) outside [0, 31], e.g. on >= 512 equal maxima in a row
+        # for 8-bit output; acelera clamps so that the executor's all-zero shape pass runs.
+        exponent = np.clip(bits_over_unit + 31 - bits, 0, 31)
+        out = rdbpot(srdhm(scale, exp_q0[idx]), exponent) + info.min
+        out = np.where(valid[idx], np.clip(out, info.min, info.max), info.min)
+        return out.astype(out_dtype).reshape(a.shape)
+    return run
+
+
+def _softmax_int16(node: NodeContext, x, y, beta: float):
+    in_s, in_zp = legacy_qparams(x)
+    out_s, out_zp = legacy_qparams(y)
+    if in_zp != 0 or out_zp != 0:
+        raise node.unsupported("int16 SOFTMAX needs zero points of 0")
+    if abs(out_s - 1.0 / 32768) > 0.001 / 32768:
+        raise node.unsupported("int16 SOFTMAX output needs scale 1/32768")
+    exp_table, recip_table = _int16_softmax_luts()
+    mult, shift = quantize_multiplier(float(F32(in_s) * F32(beta)) / (10.0 / 65535.0))
+
+    def run(a):
+        if a.size == 0:
+            return np.empty(a.shape, np.int16)
+        r = _rows(a).astype(np.int64)
+        diff = r - r.max(axis=1, keepdims=True)
+        scaled = multiply_by_quantized_multiplier(diff, mult, shift)
+        sym = np.clip(scaled + 32767, -32768, 32767).astype(np.int16)
+        e = lut_apply(sym, exp_table).astype(np.int64)
+        sum_of_exps = wrap32(e.sum(axis=1, keepdims=True))
+        h = clz32(sum_of_exps)
+        shifted_sum = ((sum_of_exps << (h - 1)) + (1 << 13)) >> 14
+        sym_sum = np.clip(shifted_sum - ((1 << 15) + (1 << 16)), -32768, 32767).astype(np.int16)
+        recip = lut_apply(sym_sum, recip_table).astype(np.int64)
+        right_shift = 31 - h
+        res = wrap32((e * recip + (np.int64(1) << (right_shift - 1))) >> right_shift)
+        return np.clip(res, 0, 32767).astype(np.int16).reshape(a.shape)
+    return run
+
+
+_INT16_LUTS: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _int16_softmax_luts() -> tuple[np.ndarray, np.ndarray]:
+    """SoftmaxPrepare's int16 tables (double precision), expanded over every int16 input."""
+    global _INT16_LUTS
+    if _INT16_LUTS is None:
+        from acelera.core.kernels.activations import libm
+        exp64 = libm("exp", single=False)
+        rng = 65535
+        exp_lut = lut16(10.0 / rng, 32767, 2.0 / rng, 0, exp64, np.float64)
+        recip_lut = lut16(1.0 / rng, -32768, 2.0 / rng, 0,
+                          lambda v: 1.0 / (1.0 + np.asarray(v, np.float64)), np.float64)
+        _INT16_LUTS = (lut16_expand(exp_lut), lut16_expand(recip_lut))
+    return _INT16_LUTS
+
+
+# --------------------------------------------------------------------------------------
+# LOG_SOFTMAX
+# --------------------------------------------------------------------------------------
+
+@register("LOG_SOFTMAX", max_version=2)
+@ndarray_kernel
+def log_softmax(node: NodeContext):
+    x, y = node.inputs[0], node.outputs[0]
+    if x is None:
+        raise node.unsupported("missing input")
+    check_same_type(node, x, y)
+    if len(x.shape) < 1:
+        raise node.unsupported("input must have at least one dimension")
+    if x.dtype == np.float32:
+        def run_f(a):
+            if a.size == 0:
+                return np.empty(a.shape, F32)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                shifted = a - np.max(a, axis=-1, keepdims=True)
+                log_sum = np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True, dtype=F32))
+                return shifted - log_sum
+        return run_f
+    if x.dtype not in (np.int8, np.uint8):
+        raise node.unsupported(f"input type {x.type_name} is not supported")
+    require_per_tensor(node, x, y)
+    in_s, _ = legacy_qparams(x)
+    out_s, out_zp = legacy_qparams(y)
+    want_zp = 127 if x.dtype == np.int8 else 255
+    if out_s != 16.0 / 256 or out_zp != want_zp:
+        raise node.unsupported(f"LOG_SOFTMAX output needs scale 1/16 and zero point {want_zp}")
+    mult, left_shift, diff_min = _softmax_scaling(node, 1.0, in_s)
+    real_reverse = (1 << (31 - left_shift)) / float(mult)
+    if not 0.0 < real_reverse < 1.0:
+        raise node.unsupported("LOG_SOFTMAX reverse scaling out of range")
+    rev_mult, rev_shift = quantize_multiplier(real_reverse)  # rev_shift <= 0
+    rescaled = _rescaled_diffs(mult, left_shift)
+    diffs = np.arange(-255, 1)
+    valid = diffs >= diff_min
+    exp_q12 = np.where(valid, rescale(exp_on_negative_values(rescaled, 5), 0, 12), 0)
+    info = np.iinfo(x.dtype)
+
+    def run(a):
+        if a.size == 0:
+            return np.empty(a.shape, x.dtype)
+        r = _rows(a).astype(np.int64)
+        diff = r - r.max(axis=1, keepdims=True)
+        idx = diff + 255
+        sum_of_exps = wrap32(exp_q12[idx].sum(axis=1, keepdims=True))
+        log_sum = log_x_for_x_greater_than_or_equal_to_1(sum_of_exps, 12, 5)
+        rescaled_diff_min = log_sum + INT32_MIN
+        adjusted = np.maximum(diff_min - 1,
+                              multiply_by_quantized_multiplier(rescaled_diff_min, rev_mult, rev_shift))
+        out = rdbpot(wrap32(rescaled[idx] - log_sum), 31 - 5 - 4) + info.max
+        out = np.where(diff > adjusted, np.clip(out, info.min, info.max), info.min)
+        return out.astype(x.dtype).reshape(a.shape)
+    return run

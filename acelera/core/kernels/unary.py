@@ -1,0 +1,242 @@
+"""Elementwise unary math: EXP, LOG, SQRT, RSQRT, ABS, NEG, SQUARE, FLOOR, CEIL, SIN, COS.
+
+float32 is computed in float32 numpy. Quantized variants follow LiteRT (exp.cc,
+elementwise.cc, neg.cc) bit-exactly; as elementwise functions of one 8/16-bit integer they
+become one table lookup, the table built in prepare from LiteRT's own arithmetic:
+
+* EXP int8/int16, LOG int8/int16, RSQRT int16: LUTPopulate tables (the int16 ones are
+  LiteRT's 513-entry interpolated tables, expanded over all 65536 inputs).
+* SQRT int8/int16: dequantize, sqrtf, truncate (LiteRT truncates, it does not round).
+* RSQRT int8: GetInvSqrtQuantizedMultiplierExp fixed point.
+* ABS int8/int16: |x - zp| requantized; int16 without quantization and int32 are plain abs.
+* NEG: plain two's complement negation for every integer type (LiteRT ignores quantization).
+
+LiteRT fails at invoke on negative SQRT/RSQRT inputs; acelera does not check (the executor's
+shape pass feeds zeros, which would then fail a model whose zero point is positive) and
+returns what LiteRT's arithmetic gives for them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.kernels.activations import (F32, INT32_MAX, check_same_type, clz32, cvt_f2i32,
+                                              domain, legacy_qparams, libm, lut8, lut16,
+                                              lut16_expand, lut_apply, ndarray_kernel,
+                                              require_per_tensor, to_table, wrap32)
+from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.softmax import rdbpot, rescale, srdhm
+from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier
+
+
+def _io(node: NodeContext, allowed: tuple):
+    x, y = node.inputs[0], node.outputs[0]
+    if x is None:
+        raise node.unsupported("missing input")
+    check_same_type(node, x, y)
+    if x.dtype not in [np.dtype(d) for d in allowed]:
+        raise node.unsupported(f"input type {x.type_name} is not supported")
+    return x, y
+
+
+def _float_op(fn):
+    def run(a):
+        with np.errstate(all="ignore"):
+            return fn(a)
+    return run
+
+
+def _int16_quantized(node: NodeContext, x, y) -> None:
+    """elementwise.cc GenericPrepare: quantized int16 needs zero points of 0."""
+    require_per_tensor(node, x, y)
+    if legacy_qparams(x)[1] != 0 or legacy_qparams(y)[1] != 0:
+        raise node.unsupported("int16 input and output need zero points of 0")
+
+
+# --- EXP -------------------------------------------------------------------------------
+
+@register("EXP", max_version=2)
+@ndarray_kernel
+def exp(node: NodeContext):
+    x, y = _io(node, (np.float32, np.int8, np.int16))
+    if x.dtype == np.float32:
+        return _float_op(np.exp)
+    if x.dtype == np.int16:
+        _int16_quantized(node, x, y)
+        table = lut16_expand(lut16(*legacy_qparams(x), *legacy_qparams(y), libm("exp")))
+    else:
+        require_per_tensor(node, x, y)
+        table = lut8(*legacy_qparams(x), *legacy_qparams(y), np.int8, libm("exp"))
+    return lambda a: lut_apply(a, table)
+
+
+# --- LOG -------------------------------------------------------------------------------
+
+@register("LOG", max_version=2)
+@ndarray_kernel
+def log(node: NodeContext):
+    x, y = _io(node, (np.float32, np.int8, np.int16))
+    if x.dtype == np.float32:
+        return _float_op(np.log)
+    if x.dtype == np.int16:
+        _int16_quantized(node, x, y)
+    else:
+        require_per_tensor(node, x, y)
+    in_s, in_zp = legacy_qparams(x)
+    out_s, out_zp = legacy_qparams(y)
+    qmin = int(np.iinfo(x.dtype).min)
+    output_min = F32(qmin - out_zp) * F32(out_s)
+    logf = libm("log")
+
+    def transform(v):
+        v = np.asarray(v, F32)
+        return np.where(v <= 0, output_min, logf(np.where(v <= 0, F32(1), v)))
+
+    if x.dtype == np.int16:
+        table = lut16_expand(lut16(in_s, in_zp, out_s, out_zp, transform))
+    else:
+        table = lut8(in_s, in_zp, out_s, out_zp, np.int8, transform)
+    return lambda a: lut_apply(a, table)
+
+
+# --- SQRT / RSQRT ----------------------------------------------------------------------
+
+@register("SQRT", max_version=2)
+@ndarray_kernel
+def sqrt(node: NodeContext):
+    x, y = _io(node, (np.float32, np.int8, np.int16))
+    if x.dtype == np.float32:
+        return _float_op(np.sqrt)
+    if x.dtype == np.int16:
+        _int16_quantized(node, x, y)
+    else:
+        require_per_tensor(node, x, y)
+    in_s, in_zp = legacy_qparams(x)
+    out_s, out_zp = legacy_qparams(y)
+    with np.errstate(all="ignore"):
+        deq = F32(in_s) * (domain(x.dtype) - in_zp).astype(F32)
+        q = wrap32(cvt_f2i32(np.sqrt(deq) / F32(out_s)) + out_zp)
+    table = to_table(q, x.dtype)
+    return lambda a: lut_apply(a, table)
+
+
+def _inv_sqrt_multiplier_exp(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GetInvSqrtQuantizedMultiplierExp(value, kReverseShift=-1) for values < 2**29."""
+    value = np.asarray(value, np.int64)
+    small = value <= 1
+    v = np.where(small, 2, value)
+    shift = np.full(v.shape, 11, np.int64)
+    pairs = (clz32(v) - 1) // 2 - 1
+    shift = shift - pairs
+    v = wrap32(v << (2 * pairs))
+    fp_input = v >> 1
+    half_input = rdbpot(fp_input, 1)
+    half_three = (1 << 28) + (1 << 27)
+    xf = np.full(v.shape, 1 << 28, np.int64)
+    for _ in range(5):
+        x3 = rescale(srdhm(srdhm(xf, xf), xf), 9, 3)
+        xf = rescale(wrap32(srdhm(half_three, xf) - srdhm(half_input, x3)), 6, 3)
+    xf = srdhm(xf, 1518500250)
+    neg = shift < 0
+    xf = np.where(neg, wrap32(xf << np.where(neg, -shift, 0)), xf)
+    shift = np.where(neg, 0, shift)
+    return np.where(small, INT32_MAX, xf), np.where(small, 0, -shift)
+
+
+@register("RSQRT", max_version=3)
+@ndarray_kernel
+def rsqrt(node: NodeContext):
+    x, y = _io(node, (np.float32, np.int8, np.int16))
+    if x.dtype == np.float32:
+        return _float_op(lambda a: F32(1) / np.sqrt(a))
+    in_s, in_zp = legacy_qparams(x)
+    out_s, out_zp = legacy_qparams(y)
+    if x.dtype == np.int16:
+        _int16_quantized(node, x, y)
+        limit = F32(32767) * F32(out_s)
+        sqrtf = libm("sqrt")
+
+        def transform(v):
+            v = np.asarray(v, F32)
+            return np.where(v <= 0, limit, F32(1) / sqrtf(np.where(v <= 0, F32(1), v)))
+        table = lut16_expand(lut16(in_s, in_zp, out_s, out_zp, transform))
+        return lambda a: lut_apply(a, table)
+    require_per_tensor(node, x, y)
+    with np.errstate(all="ignore"):
+        real = 1.0 / float(F32(np.sqrt(F32(in_s))) * F32(out_s))
+    mult, shift = quantize_multiplier(real)
+    k_shift = 20
+    value = domain(np.int8) - in_zp
+    inv_mult, inv_shift = _inv_sqrt_multiplier_exp(value)
+    data = multiply_by_quantized_multiplier(1, inv_mult, inv_shift + k_shift)
+    out = multiply_by_quantized_multiplier(data, mult, shift - k_shift) + out_zp
+    table = np.where(value == 0, 127, np.clip(out, -128, 127)).astype(np.int8)
+    return lambda a: lut_apply(a, table)
+
+
+# --- ABS / NEG / SQUARE ----------------------------------------------------------------
+
+@register("ABS", max_version=5)
+@ndarray_kernel
+def abs_(node: NodeContext):
+    x, y = _io(node, (np.float32, np.int8, np.int16, np.int32))
+    if x.dtype in (np.float32, np.int32):
+        return np.abs
+    if x.dtype == np.int16 and not x.quantization.is_set:
+        return np.abs  # int16 abs(-32768) wraps to -32768, like LiteRT's static_cast
+    if x.dtype == np.int16:
+        _int16_quantized(node, x, y)
+    else:
+        require_per_tensor(node, x, y)
+    in_s, in_zp = legacy_qparams(x)
+    out_s, out_zp = legacy_qparams(y)
+    value = np.abs(domain(x.dtype) - in_zp)
+    if F32(in_s) != F32(out_s):
+        with np.errstate(all="ignore"):
+            mult, shift = quantize_multiplier(float(F32(in_s) / F32(out_s)))
+        value = multiply_by_quantized_multiplier(value, mult, shift)
+    table = to_table(value + out_zp, x.dtype)
+    return lambda a: lut_apply(a, table)
+
+
+@register("NEG", max_version=1)
+@ndarray_kernel
+def neg(node: NodeContext):
+    _io(node, (np.float32, np.int8, np.int16, np.int32, np.int64))
+    return np.negative
+
+
+@register("SQUARE", max_version=1)
+@ndarray_kernel
+def square(node: NodeContext):
+    _io(node, (np.float32,))
+    return _float_op(np.square)
+
+
+# --- FLOOR / CEIL / SIN / COS ----------------------------------------------------------
+
+@register("FLOOR", max_version=1)
+@ndarray_kernel
+def floor(node: NodeContext):
+    _io(node, (np.float32,))
+    return np.floor
+
+
+@register("CEIL", max_version=1)
+@ndarray_kernel
+def ceil(node: NodeContext):
+    _io(node, (np.float32,))
+    return np.ceil
+
+
+@register("SIN", max_version=1)
+@ndarray_kernel
+def sin(node: NodeContext):
+    _io(node, (np.float32,))
+    return _float_op(np.sin)
+
+
+@register("COS", max_version=1)
+@ndarray_kernel
+def cos(node: NodeContext):
+    _io(node, (np.float32,))
+    return _float_op(np.cos)
