@@ -1,0 +1,190 @@
+"""Comparisons, logical ops and SELECT: EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER,
+GREATER_EQUAL, LOGICAL_AND, LOGICAL_OR, LOGICAL_NOT, SELECT, SELECT_V2.
+
+Follows tflite/kernels/{comparisons,logical,select}.cc:
+
+* uint8/int8 comparisons always rescale both operands (TFLite's ComparisonWithScaling: offset,
+  << 8, MultiplyByQuantizedMultiplier by the operand's own scale) and compare the results;
+  int16 does so only for EQUAL/NOT_EQUAL with quantized inputs (LESS/GREATER & co compare the
+  raw int16 values).
+* SELECT (v1) accepts equal shapes, or a scalar / rank-1 condition over the first dimension;
+  SELECT_V2 broadcasts all three operands.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.errors import ModelError
+from acelera.core.kernels.binary import (
+    F32, I8, I16, I32, I64, QUANT8, U8, Scratch, all_values, binary_operands, bit_select,
+    blocked_into, broadcast_shape, gather16, is_quantized, lut8_kernel, mbqm, qparams, scalar_safe,
+    smaller_than_one_multiplier, table16,
+)
+from acelera.core.kernels.registry import NodeContext, register
+
+BOOL = np.dtype(np.bool_)
+
+
+def _comparison(node: NodeContext, ufunc, *, allow_bool: bool, int16_scaled: bool):
+    allowed = {F32, I16, I32, I64, U8, I8} | ({BOOL} if allow_bool else set())
+    a, b, _ = binary_operands(node, allowed, out_dtype=np.bool_)
+    dt = a.dtype
+    scaled = dt in QUANT8 or (dt == I16 and int16_scaled and is_quantized(a))
+    if not scaled:
+        def run(x, y):
+            return ufunc(x, y)
+        return scalar_safe(run)
+
+    def scaler(t, what):
+        scale, zp = qparams(node, t, what)
+        # comparisons.cc's QuantizeMultiplier: SmallerThanOneExp below 1, GreaterThanOne above
+        # (whose positive shift the SmallerThanOneExp multiply cannot apply; 1.0 aborts).
+        m, sh = smaller_than_one_multiplier(node, scale, f"{what} scale")
+        return lambda v: mbqm((v - zp) << 8, m, sh)
+
+    if dt in QUANT8:
+        f1 = scaler(a, "input 1")
+        f2 = scaler(b, "input 2")
+        return lut8_kernel(dt, lambda x, y: ufunc(f1(x), f2(y)), np.bool_)
+
+    t1 = table16(scaler(a, "input 1")(all_values(I16)))
+    t2 = table16(scaler(b, "input 2")(all_values(I16)))
+    scratch = Scratch()
+
+    def into(x, y, o):
+        ufunc(gather16(t1, x, scratch, "1"), gather16(t2, y, scratch, "2"), out=o)
+    return scalar_safe(blocked_into(into, np.bool_))
+
+
+@register("EQUAL", max_version=5)
+def equal(node: NodeContext):
+    return _comparison(node, np.equal, allow_bool=True, int16_scaled=True)
+
+
+@register("NOT_EQUAL", max_version=4)
+def not_equal(node: NodeContext):
+    # LiteRT leaves the output unwritten for unquantized int16 NOT_EQUAL; we compute it.
+    return _comparison(node, np.not_equal, allow_bool=True, int16_scaled=True)
+
+
+@register("LESS", max_version=3)
+def less(node: NodeContext):
+    return _comparison(node, np.less, allow_bool=False, int16_scaled=False)
+
+
+@register("LESS_EQUAL", max_version=2)
+def less_equal(node: NodeContext):
+    return _comparison(node, np.less_equal, allow_bool=False, int16_scaled=False)
+
+
+@register("GREATER", max_version=2)
+def greater(node: NodeContext):
+    return _comparison(node, np.greater, allow_bool=False, int16_scaled=False)
+
+
+@register("GREATER_EQUAL", max_version=3)
+def greater_equal(node: NodeContext):
+    return _comparison(node, np.greater_equal, allow_bool=False, int16_scaled=False)
+
+
+# --- logical ops ---------------------------------------------------------------------------
+
+def _logical(node: NodeContext, ufunc):
+    binary_operands(node, {BOOL})
+
+    def run(x, y):
+        return ufunc(x, y)
+    return scalar_safe(run)
+
+
+@register("LOGICAL_AND", max_version=1)
+def logical_and(node: NodeContext):
+    return _logical(node, np.logical_and)
+
+
+@register("LOGICAL_OR", max_version=1)
+def logical_or(node: NodeContext):
+    return _logical(node, np.logical_or)
+
+
+@register("LOGICAL_NOT", max_version=1)
+def logical_not(node: NodeContext):
+    x = node.input(0)
+    if x is None or len(node.outputs) != 1:
+        raise ModelError("LOGICAL_NOT: expects 1 input and 1 output")
+    if x.dtype != BOOL or node.outputs[0].dtype != BOOL:
+        raise node.unsupported(f"input type {x.type_name} is not supported (BOOL only)")
+
+    def run(v):
+        return np.asarray(np.logical_not(v))
+    return run
+
+
+# --- SELECT --------------------------------------------------------------------------------
+
+_SELECT_UNSUPPORTED = {"STRING", "RESOURCE", "VARIANT", "INT4", "COMPLEX128"}
+
+
+def _select(node: NodeContext, v2: bool):
+    cond, x, y = node.input(0), node.input(1), node.input(2)
+    if cond is None or x is None or y is None or len(node.outputs) != 1:
+        raise ModelError(f"{node.op.name}: expects 3 inputs and 1 output")
+    out = node.outputs[0]
+    if cond.dtype != BOOL:
+        raise node.unsupported(f"condition type {cond.type_name} is not supported (BOOL only)")
+    if x.type != y.type:
+        raise node.unsupported(f"input types {x.type_name} and {y.type_name} differ")
+    if x.type_name in _SELECT_UNSUPPORTED:
+        raise node.unsupported(f"input type {x.type_name} is not supported")
+    if out.type != x.type:
+        raise node.unsupported(f"output type {out.type_name} with input type {x.type_name} is not supported")
+
+    sizes = [int(np.prod(s)) for s in (cond.shape, x.shape, y.shape, out.shape)]
+    if all(n == 1 for n in sizes):
+        # All single-element: LiteRT keeps the output's current shape.
+        shape = tuple(out.shape)
+
+        def run_single(c, a, b):
+            v = a.reshape(-1)[:1] if c.reshape(-1)[0] else b.reshape(-1)[:1]
+            return v.reshape(shape).copy()
+        return run_single
+
+    if cond.shape == x.shape == y.shape:
+        def run_same(c, a, b):
+            return bit_select(c, a, b)
+        return run_same
+
+    if v2:
+        shape = broadcast_shape(node, cond.shape, x.shape, y.shape)
+        if len(shape) > 8:
+            raise node.unsupported(f"rank {len(shape)} exceeds 8")
+
+        def run_broadcast(c, a, b):
+            return bit_select(c, a, b)
+        return run_broadcast
+
+    # SELECT v1: scalar condition, or a rank-1 condition over the first dimension of x.
+    scalar = len(cond.shape) == 0
+    rank_one = len(cond.shape) == 1 and len(x.shape) >= 1 and cond.shape[0] == x.shape[0]
+    if not (scalar or rank_one) or x.shape != y.shape:
+        raise ModelError(f"SELECT: condition shape {cond.shape} does not match inputs {x.shape}, {y.shape}")
+    if scalar:
+        def run_scalar(c, a, b):
+            return (a if c.reshape(-1)[0] else b).copy()
+        return run_scalar
+    tail = (1,) * (len(x.shape) - 1)
+
+    def run_rank_one(c, a, b):
+        return bit_select(c.reshape(c.shape + tail), a, b)
+    return run_rank_one
+
+
+@register("SELECT", max_version=4)
+def select(node: NodeContext):
+    return _select(node, v2=False)
+
+
+@register("SELECT_V2", max_version=2)
+def select_v2(node: NodeContext):
+    return _select(node, v2=True)
+
