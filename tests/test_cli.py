@@ -171,3 +171,17 @@ def test_third_party_plugin_installed_and_removed(installed_example, model):
     listing = json.loads(acelera_cmd(env_without, "delegates", "list", "--json").stdout)
     assert "example" not in [d["name"] for d in listing["delegates"]]
     assert "--use_example" not in acelera_cmd(env_without, "benchmark", "--help").stdout
+
+
+def test_inference_diff_command(capsys, model, tmp_path):
+    out_json = tmp_path / "diff.json"
+    code, out, _ = run_main(capsys, "inference-diff", f"--model_file={model}", "--num_runs=3",
+                            f"--output_file_path={out_json}")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "Num evaluation runs: 3"
+    assert lines[1].startswith("Reference run latency: avg=") and lines[3] == "OutputDiff[0]: avg_error=0, std_dev=0"
+    data = json.loads(out_json.read_text())
+    assert data["num_runs"] == 3
+    code, _, err = run_main(capsys, "inference-diff", f"--model_file={model}", "--delegate=tpu")
+    assert code == 1 and "Unsupported TFLite delegate: tpu" in err

@@ -87,6 +87,22 @@ def build_app(registry: Registry) -> typer.Typer:
             _param("svg_out", Annotated[Optional[Path], typer.Option("--svg", help="write the graph picture here")], None),
             CONFIG]))
 
+    from acelera.conformance.inference_diff import INFERENCE_DIFF_FLAGS
+
+    diff_flags = [Flag(n, t, d, h, "inference-diff", "inference_diff") for n, t, d, h in INFERENCE_DIFF_FLAGS]
+    diff_fs = tool_flagset(registry, diff_flags)
+    for f in diff_flags:
+        normalizer.flags.setdefault(f.name, f)
+
+    def inference_diff(ctx, raw, config):
+        from acelera.conformance.inference_diff import run as run_diff
+
+        return run_diff(registry, resolve(ctx, raw, diff_fs, config))
+
+    app.command("inference-diff", help="Compare a delegate with the CPU reference like TFLite's inference_diff "
+                "(--model_file=MODEL --delegate=NAME).")(
+        make_command("inference-diff", "", inference_diff, diff_fs.flags.values(), [CONFIG]))
+
     delegates = typer.Typer(help="List and describe installed delegate plugins.", no_args_is_help=True)
 
     @delegates.command("list", help="Installed delegates: version, backend, availability; broken plugins.")

@@ -73,6 +73,7 @@ class Executor:
         self.plan: list[Step] = []
         self.folded: set[int] = set()
         self.prepared = False
+        self._failed: Step | None = None
         self.report = None  # DelegationReport, set by partition.apply_delegates
 
     # --- tensors -------------------------------------------------------------------------
@@ -195,17 +196,24 @@ class Executor:
 
     def run(self) -> None:
         values = self.values
-        step = None
         try:
-            for step in self.plan:
-                res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
-                if len(step.outputs) == 1 and isinstance(res, np.ndarray):
-                    values[step.outputs[0]] = res
-                else:
-                    for t, v in zip(step.outputs, res):
-                        values[t] = v
+            with np.errstate(all="ignore"):  # kernels mirror C++ float semantics: no warnings
+                self._run_plan(values)
         except AceleraError as e:
+            step = self._failed
             raise type(e)(f"{step.label}: {e}") from None
         except Exception as e:
+            step = self._failed
             label = step.label if step is not None else "plan"
             raise KernelError(f"{label}: {type(e).__name__}: {e}") from None
+
+    def _run_plan(self, values) -> None:
+        self._failed = None
+        for step in self.plan:
+            self._failed = step
+            res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
+            if len(step.outputs) == 1 and isinstance(res, np.ndarray):
+                values[step.outputs[0]] = res
+            else:
+                for t, v in zip(step.outputs, res):
+                    values[t] = v

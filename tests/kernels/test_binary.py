@@ -377,7 +377,7 @@ def test_compare_quantized(op, dtype, data, shapes, seed):
         q2 = (q1[0] * data.draw(st.sampled_from([1.0, 2.0, 0.5, 0.37])), 0)
     else:
         q1 = qparam(data.draw, dtype)
-        q2 = (q1[0] * data.draw(st.sampled_from([1.0, 2.0, 0.5, 0.37])), q1[1])
+        q2 = (q1[0] * data.draw(st.sampled_from([1.0, 2.0, 0.5, 0.37])), qparam(data.draw, dtype)[1])
     model = binary_model(op, a, b, out, dtype, q1, q2, out_dtype=np.bool_,
                          version=3 if dtype == np.int16 and op in ("LESS", "GREATER_EQUAL") else 2)
     rng = np.random.default_rng(seed)

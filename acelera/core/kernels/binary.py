@@ -386,7 +386,7 @@ def lut8_kernel(dtype: np.dtype, fn, out_dtype=None):
 
     def run(a, b):
         ia, ib = a.view(np.uint8), b.view(np.uint8)
-        if ia.shape == np.broadcast_shapes(ia.shape, ib.shape):
+        if ia.shape == ib.shape:
             idx = ia.astype(np.uint16)
             idx <<= 8
             idx |= ib

@@ -1,0 +1,1 @@
+"""Conformance tooling: inference_diff and the delegate conformance suite."""
