@@ -1,6 +1,7 @@
 """`acelera benchmark`: wires registry-built delegates into the benchmark_model engine."""
 from __future__ import annotations
 
+import sys
 from dataclasses import fields
 
 from acelera.cli.benchmark_engine import BenchmarkParams, run_benchmark
@@ -27,5 +28,17 @@ def run(registry: Registry, parsed: ParsedFlags, log=print) -> int:
         it.require_full_delegation = bool(parsed.get("require_full_delegation"))
         return it
 
-    run_benchmark(params, make_interpreter, log)
+    if log is print and sys.stdout.isatty():
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True) as bar:
+            task = bar.add_task("initializing", total=None)
+
+            def on_run(regular: bool, n: int) -> None:
+                bar.update(task, description=f"{'benchmark' if regular else 'warm-up'} run {n}")
+
+            run_benchmark(params, make_interpreter,
+                          lambda line: bar.console.print(line, markup=False, highlight=False), on_run)
+    else:
+        run_benchmark(params, make_interpreter, log)
     return 0

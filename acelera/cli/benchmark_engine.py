@@ -891,6 +891,7 @@ class _Session:
         self.init_profile = StatsCalculator(csv=params.op_profiling_output_mode == "csv")
         self.run_profile = StatsCalculator(csv=params.op_profiling_output_mode == "csv")
         self.profile_names: list[tuple[str, str]] = []
+        self.on_run: Callable[[bool, int], None] | None = None  # progress display hook
 
     def init(self) -> None:
         p, log = self.p, self.log
@@ -1003,6 +1004,8 @@ class _Session:
                 time.sleep(sleep_s)
             now_us = _now_us()
             run += 1
+            if self.on_run is not None:
+                self.on_run(regular, run)
             if error is not None and not regular:
                 break  # a warm-up failure aborts the benchmark
         log(str(stats))
@@ -1025,7 +1028,7 @@ def _write_profile(session: _Session, p: BenchmarkParams, log: Callable[[str], N
 
 
 def run_benchmark(params: BenchmarkParams, make_interpreter: Callable[[], Any],
-                  log: Callable[[str], None]) -> BenchmarkResult:
+                  log: Callable[[str], None], on_run: Callable[[bool, int], None] | None = None) -> BenchmarkResult:
     """Run benchmark_model's algorithm on the interpreter `make_interpreter()` returns.
 
     `make_interpreter` is timed as part of initialization (TFLite's Init loads the model too); it
@@ -1047,6 +1050,7 @@ def run_benchmark(params: BenchmarkParams, make_interpreter: Callable[[], Any],
         except OSError:
             model_size_mb = -1 / 1e6
         session = _Session(p, make_interpreter, log)
+        session.on_run = on_run
         start_mem = mem_footprint_kb()
         t0 = _now_us()
         session.init()
