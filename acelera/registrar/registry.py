@@ -181,6 +181,7 @@ class Registry:
             raise RegistryError(f"{spec.name}: factory returned {type(d).__name__}, not a Delegate")
         d.max_delegated_partitions, d.min_nodes_per_partition = spec.partition_limits(options)
         d.backend = spec.backend
+        d.fp16_weights_aware = d.fp16_weights_aware or spec.fp16_weights_aware
         return d
 
     def planner(self, name: str, options: Mapping[str, Any]) -> Delegate:
@@ -188,6 +189,7 @@ class Registry:
         spec = self.spec(name)
         d = TableDelegate(*spec.partition_limits(options))
         d.name, d.backend, d.op_table = spec.name, spec.backend, spec.op_table
+        d.fp16_weights_aware = spec.fp16_weights_aware
         return d
 
 

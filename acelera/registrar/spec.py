@@ -48,6 +48,11 @@ class DelegateSpec:
     #: what the delegate does with max_delegated_partitions / min_nodes_per_partition <= 0
     default_max_partitions: int = 0
     default_min_nodes: int = 0
+    #: arithmetic the conformance suite judges it by: "float32", "float16", "integer"
+    #: (at most one quantization step off) or "exact"
+    precision: str = "float32"
+    #: like FP16GraphPartitionHelper: constant fp16 DEQUANTIZE nodes join a fully delegated graph
+    fp16_weights_aware: bool = False
     notes: str = ""
 
     def partition_limits(self, options: Options) -> tuple[int, int]:
