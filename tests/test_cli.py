@@ -81,11 +81,12 @@ def test_bad_flag_value(capsys, model):
 
 
 def test_unavailable_delegate_is_clear(capsys, model):
-    reg = get_registry()
-    if reg.availability("hexagon").ok:
-        pytest.skip("hexagon is available here")
-    code, _, err = run_main(capsys, "benchmark", f"--graph={model}", "--use_hexagon", "--num_runs=1")
-    assert code == 1 and "hexagon is unavailable" in err
+    from test_registrar import EP, plugin
+    from acelera.registrar.registry import Registry
+    reg = Registry([EP("npu", plugin("npu", available=False))])
+    code = main(["benchmark", f"--graph={model}", "--use_npu", "--num_runs=1"], registry=reg)
+    err = capsys.readouterr().err
+    assert code == 1 and err == "error: npu is unavailable: no device\n"
 
 
 def test_analyze_text_json_svg(capsys, model, tmp_path):
