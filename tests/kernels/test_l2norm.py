@@ -1,0 +1,41 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from acelera.core.builder import In, Out, single_op_model
+from acelera.core.errors import UnsupportedOpError
+from acelera.core.interpreter import Interpreter
+from oracle import assert_matches_litert, random_input
+
+QOUT = {np.uint8: (1 / 128, 128), np.int8: (1 / 128, 0)}
+
+
+@settings(max_examples=25, deadline=None)
+@given(dtype=st.sampled_from([np.float32, np.uint8, np.int8]),
+       shape=st.lists(st.integers(1, 9), min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1),
+       scale=st.floats(0.01, 2.0), zp=st.integers(-20, 20))
+def test_l2_normalization(dtype, shape, seed, scale, zp):
+    rng = np.random.default_rng(seed)
+    if dtype == np.float32:
+        m = single_op_model("L2_NORMALIZATION", [In(shape)], [Out(shape)], fused_activation_function="NONE")
+    else:
+        zp = zp + 128 if dtype == np.uint8 else zp
+        m = single_op_model("L2_NORMALIZATION", [In(shape, dtype, (scale, zp))], [Out(shape, dtype, QOUT[dtype])],
+                            version=2, fused_activation_function="NONE")
+    assert_matches_litert(m, [random_input(shape, dtype, rng)])
+
+
+def test_large_depth_int8():
+    shape = (2, 20000)  # sum of squares above 2**29
+    m = single_op_model("L2_NORMALIZATION", [In(shape, np.int8, (0.1, -128))], [Out(shape, np.int8, QOUT[np.int8])],
+                        version=2, fused_activation_function="NONE")
+    x = np.full(shape, 127, np.int8)
+    x[1, ::2] = -128
+    assert_matches_litert(m, [x])
+
+
+def test_bad_output_scale_is_unsupported():
+    m = single_op_model("L2_NORMALIZATION", [In((1, 4), np.int8, (0.1, 0))], [Out((1, 4), np.int8, (0.5, 0))],
+                        version=2, fused_activation_function="NONE")
+    with pytest.raises(UnsupportedOpError, match="scale 1/128"):
+        Interpreter(model_content=m).allocate_tensors()
