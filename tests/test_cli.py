@@ -186,3 +186,16 @@ def test_inference_diff_command(capsys, model, tmp_path):
     assert data["num_runs"] == 3
     code, _, err = run_main(capsys, "inference-diff", f"--model_file={model}", "--delegate=tpu")
     assert code == 1 and "Unsupported TFLite delegate: tpu" in err
+
+
+def test_conformance_command(capsys, tmp_path):
+    code, out, _ = run_main(capsys, "conformance")
+    assert code == 2 and "--delegate" in out
+    code, _, err = run_main(capsys, "conformance", "--delegate", "nope")
+    assert code == 1 and "no delegate named 'nope'" in err
+    code, out, _ = run_main(capsys, "conformance", "--delegate", "hexagon", "--shard", "0/12",
+                            "--report", str(tmp_path))
+    assert code == 0, out
+    cert = json.loads((tmp_path / "hexagon" / "certificate.json").read_text())
+    assert cert["verdict"] == "PASS" and cert["backend"] == "emulated"
+    assert (tmp_path / "hexagon" / "junit.xml").read_text().startswith("<?xml")

@@ -103,6 +103,22 @@ def build_app(registry: Registry) -> typer.Typer:
                 "(--model_file=MODEL --delegate=NAME).")(
         make_command("inference-diff", "", inference_diff, diff_fs.flags.values(), [CONFIG]))
 
+    @app.command("conformance", help="Certify delegates against the CPU reference (op, negative, model and "
+                 "behaviour cases); writes certificate.json, junit.xml and summaries.")
+    def conformance(
+        delegate: Annotated[Optional[list[str]], typer.Option("--delegate", help="delegate to certify (repeatable)")] = None,
+        all_: Annotated[bool, typer.Option("--all", help="certify every available delegate")] = False,
+        models: Annotated[Optional[Path], typer.Option("--models", help="directory of .tflite models for model cases")] = None,
+        shard: Annotated[str, typer.Option("--shard", help="run shard i of n (i/n), for CI matrices")] = "0/1",
+        seed: Annotated[int, typer.Option("--seed", help="seed for generated cases and inputs")] = 0,
+        report: Annotated[Optional[Path], typer.Option("--report", help="directory for the reports")] = None,
+        tolerances: Annotated[Optional[Path], typer.Option("--tolerances", help="TOML file overriding tolerances")] = None,
+    ):
+        from acelera.conformance.suite import run as run_suite
+
+        raise typer.Exit(run_suite(registry, delegate or [], all_=all_, models_dir=models, shard=shard, seed=seed,
+                                   report_dir=report, tolerances_file=tolerances))
+
     delegates = typer.Typer(help="List and describe installed delegate plugins.", no_args_is_help=True)
 
     @delegates.command("list", help="Installed delegates: version, backend, availability; broken plugins.")

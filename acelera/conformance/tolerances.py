@@ -1,0 +1,320 @@
+"""Numeric tolerances of the conformance suite, per delegate precision.
+
+A delegate's *precision* says what arithmetic it claims, and so how far its results may be
+from the CPU reference:
+
+=========  ==================================================================================
+float32    float32 compute (other summation order, fused kernels, other libm): tight bounds.
+float16    float16 storage and arithmetic (GPU with precision loss allowed, NNAPI allow_fp16,
+           Core ML's Neural Engine): relative error of about 1e-2.
+integer    integer arithmetic that may round differently: at most 1 quantization step.
+exact      bit-exact integer arithmetic: every value equal to the reference.
+=========  ==================================================================================
+
+Where the precision comes from: a `precision` attribute of the delegate instance, else of its
+DelegateSpec (a string, or a mapping ``{"float": ..., "integer": ...}`` by case kind; read
+with getattr so specs without the attribute work). Without one: "float32" for float cases
+and "exact" for integer (quantized) cases.
+
+The rule. For one output, with ``err`` the largest |test - reference| over its elements in
+real units (quantized values are dequantized with the output's scale):
+
+    err <= max(max_abs + rel * max|reference|, steps * quantum)
+
+``quantum`` is the output's quantization scale for quantized outputs; for a float output of a
+quantized case (DEQUANTIZE, models with float outputs behind DEQUANTIZE) it is the scale of
+the quantized tensor it comes from, where known, else 0. NaN must be NaN in both, infinities
+must be equal, and non-quantized integer or bool outputs (ARG_MAX indices, comparisons) must
+be equal in every precision. Single-op cases (op, negative and behaviour cases) use one
+Tolerance per precision; model cases use a looser one per precision (`model`), since errors
+accumulate over layers.
+
+Defaults:
+
+=========  ==========================  ===========================================
+precision  op cases                    model cases
+=========  ==========================  ===========================================
+float32    max_abs 1e-5, rel 1e-5,     max_abs 1e-4, rel 1e-4, steps 1
+           steps 1
+float16    max_abs 1e-3, rel 1e-2,     max_abs 1e-2, rel 5e-2, steps 2
+           steps 1
+integer    steps 1                     steps 3
+exact      all 0                       all 0
+=========  ==========================  ===========================================
+
+Overrides come from a TOML file (`acelera conformance --tolerances FILE`, or
+`Tolerances.load(path)`); every key is optional and replaces only what it names::
+
+    [tolerances.float16]          # op, negative and behaviour cases
+    max_abs = 2e-3
+    rel = 1e-2
+    steps = 1
+
+    [tolerances.float16.model]    # model cases
+    rel = 0.1
+
+    [tolerances.float16.ops.SOFTMAX]   # one op's cases (op-level override of the above)
+    max_abs = 5e-3
+
+    [verdict]
+    not_covered = "fail"          # "ignore" (default) or "fail": see suite.VERDICT_RULE
+
+The same tables may sit under ``[tool.acelera.conformance]`` (e.g. in pyproject.toml).
+Unknown precisions or keys are errors naming the file.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from acelera.core.errors import AceleraError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PRECISIONS = ("float32", "float16", "integer", "exact")
+KEYS = ("max_abs", "rel", "steps")
+
+
+class ToleranceError(AceleraError):
+    """A tolerance file is unreadable or holds unknown precisions, keys or wrong types."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """err <= max(max_abs + rel * max|reference|, steps * quantum), in real units."""
+
+    max_abs: float = 0.0
+    rel: float = 0.0
+    steps: float = 0.0
+
+    def allowed(self, max_abs_reference: float, quantum: float | None = None) -> float:
+        bound = self.max_abs + self.rel * max_abs_reference
+        if quantum:
+            bound = max(bound, self.steps * quantum)
+        return bound
+
+    def describe(self) -> str:
+        return f"max_abs={self.max_abs:g} rel={self.rel:g} steps={self.steps:g}"
+
+
+DEFAULT_OP: dict[str, Tolerance] = {
+    "float32": Tolerance(1e-5, 1e-5, 1),
+    "float16": Tolerance(1e-3, 1e-2, 1),
+    "integer": Tolerance(0.0, 0.0, 1),
+    "exact": Tolerance(0.0, 0.0, 0),
+}
+DEFAULT_MODEL: dict[str, Tolerance] = {
+    "float32": Tolerance(1e-4, 1e-4, 1),
+    "float16": Tolerance(1e-2, 5e-2, 2),
+    "integer": Tolerance(0.0, 0.0, 3),
+    "exact": Tolerance(0.0, 0.0, 0),
+}
+
+
+@dataclass
+class Tolerances:
+    """The tolerance set of one certification run (defaults plus TOML overrides)."""
+
+    op: dict[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_OP))
+    model: dict[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_MODEL))
+    #: (precision, op) -> Tolerance for that op's single-op cases
+    per_op: dict[tuple[str, str], Tolerance] = field(default_factory=dict)
+    #: True: declared combinations the suite cannot test fail the verdict
+    strict_coverage: bool = False
+    source: str = "defaults"
+
+    def for_case(self, precision: str, kind: str, op: str | None = None) -> Tolerance:
+        if precision not in PRECISIONS:
+            raise ToleranceError(f"unknown precision '{precision}' (known: {', '.join(PRECISIONS)})")
+        if kind == "model":
+            return self.model[precision]
+        if op is not None and (precision, op) in self.per_op:
+            return self.per_op[(precision, op)]
+        return self.op[precision]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "strict_coverage": self.strict_coverage}
+        for p in PRECISIONS:
+            entry: dict[str, Any] = dict(asdict(self.op[p]))
+            entry["model"] = asdict(self.model[p])
+            ops = {op: asdict(t) for (pp, op), t in sorted(self.per_op.items()) if pp == p}
+            if ops:
+                entry["ops"] = ops
+            out[p] = entry
+        return out
+
+    # --- TOML ----------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path | None) -> "Tolerances":
+        """Defaults overridden by the TOML file at `path` (None: the defaults)."""
+        if path is None:
+            return cls()
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ToleranceError(f"{p}: cannot read tolerances: {e.strerror or e}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ToleranceError(f"{p}: invalid TOML: {e}") from None
+        tool = data.get("tool", {}).get("acelera", {}).get("conformance") if isinstance(data.get("tool"), dict) else None
+        if isinstance(tool, dict):
+            data = tool
+        return cls.from_mapping(data, str(p))
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], where: str = "tolerances") -> "Tolerances":
+        tol = cls(source=where)
+        unknown = set(data) - {"tolerances", "verdict"}
+        if unknown:
+            raise ToleranceError(f"{where}: unknown top-level key(s) {sorted(unknown)} (expected [tolerances.*], [verdict])")
+        table = data.get("tolerances", {})
+        if not isinstance(table, Mapping):
+            raise ToleranceError(f"{where}: [tolerances] must be a table")
+        for precision, entry in table.items():
+            if precision not in PRECISIONS:
+                raise ToleranceError(f"{where}: unknown precision '{precision}' (known: {', '.join(PRECISIONS)})")
+            if not isinstance(entry, Mapping):
+                raise ToleranceError(f"{where}: [tolerances.{precision}] must be a table")
+            base = {k: v for k, v in entry.items() if k not in ("model", "ops")}
+            tol.op[precision] = _override(tol.op[precision], base, f"{where}: [tolerances.{precision}]")
+            if "model" in entry:
+                tol.model[precision] = _override(tol.model[precision], entry["model"],
+                                                 f"{where}: [tolerances.{precision}.model]")
+            ops = entry.get("ops", {})
+            if not isinstance(ops, Mapping):
+                raise ToleranceError(f"{where}: [tolerances.{precision}.ops] must be a table")
+            for op, values in ops.items():
+                tol.per_op[(precision, op)] = _override(tol.op[precision], values,
+                                                        f"{where}: [tolerances.{precision}.ops.{op}]")
+        verdict = data.get("verdict", {})
+        if not isinstance(verdict, Mapping) or set(verdict) - {"not_covered"}:
+            raise ToleranceError(f"{where}: [verdict] takes only not_covered = \"ignore\" | \"fail\"")
+        nc = verdict.get("not_covered", "ignore")
+        if nc not in ("ignore", "fail"):
+            raise ToleranceError(f"{where}: verdict.not_covered must be \"ignore\" or \"fail\", got {nc!r}")
+        tol.strict_coverage = nc == "fail"
+        return tol
+
+
+def _override(base: Tolerance, values: Any, where: str) -> Tolerance:
+    if not isinstance(values, Mapping):
+        raise ToleranceError(f"{where} must be a table")
+    bad = set(values) - set(KEYS)
+    if bad:
+        raise ToleranceError(f"{where}: unknown key(s) {sorted(bad)} (known: {', '.join(KEYS)})")
+    for k, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
+            raise ToleranceError(f"{where}: {k} must be a non-negative number, got {v!r}")
+    return replace(base, **{k: float(v) for k, v in values.items()})
+
+
+# --- precision -------------------------------------------------------------------------------
+def resolve_precision(spec: Any, delegate: Any = None, numeric: str = "float") -> str:
+    """The precision a delegate claims for `numeric` ("float" or "integer") cases."""
+    claimed = getattr(delegate, "precision", None) if delegate is not None else None
+    if claimed is None:
+        claimed = getattr(spec, "precision", None)
+    if isinstance(claimed, Mapping):
+        claimed = claimed.get(numeric, claimed.get("default"))
+    if claimed is None or callable(claimed):
+        return "float32" if numeric == "float" else "exact"
+    claimed = str(claimed)
+    if claimed not in PRECISIONS:
+        raise ToleranceError(f"{getattr(spec, 'name', '?')}: unknown precision '{claimed}' "
+                             f"(known: {', '.join(PRECISIONS)})")
+    return claimed
+
+
+# --- comparison ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of comparing one output with the reference."""
+
+    ok: bool
+    max_abs_error: float
+    max_abs_reference: float
+    allowed: float
+    message: str = ""
+    #: largest difference in quantization steps (quantized outputs only)
+    max_steps: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"ok": self.ok, "max_abs_error": _num(self.max_abs_error),
+             "max_abs_reference": _num(self.max_abs_reference), "allowed": _num(self.allowed)}
+        if self.max_steps is not None:
+            d["max_steps"] = self.max_steps
+        if self.message:
+            d["message"] = self.message
+        return d
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+def compare(test: np.ndarray, ref: np.ndarray, tol: Tolerance, *, scale: float | None = None,
+            zero_point: int = 0, quantum: float | None = None) -> Comparison:
+    """Compare one output array with the reference under `tol`.
+
+    `scale`/`zero_point`: the output's (per-tensor) quantization, for quantized outputs.
+    `quantum`: for float outputs, the quantization step they derive from (if any).
+    """
+    test, ref = np.asarray(test), np.asarray(ref)
+    if test.shape != ref.shape:
+        return Comparison(False, math.inf, math.nan, 0.0, f"shape {list(test.shape)} differs from reference {list(ref.shape)}")
+    if test.dtype != ref.dtype:
+        return Comparison(False, math.inf, math.nan, 0.0, f"dtype {test.dtype} differs from reference {ref.dtype}")
+    if ref.size == 0:
+        return Comparison(True, 0.0, 0.0, 0.0)
+    if ref.dtype.kind == "f":
+        t, r = test.astype(np.float64), ref.astype(np.float64)
+        nan_t, nan_r = np.isnan(t), np.isnan(r)
+        if np.any(nan_t != nan_r):
+            k = int(np.flatnonzero((nan_t != nan_r).ravel())[0])
+            return Comparison(False, math.inf, math.nan, 0.0,
+                              f"NaN mismatch at element {k}: test {t.ravel()[k].item()!r}, reference {r.ravel()[k].item()!r}")
+        inf = np.isinf(r) | np.isinf(t)
+        if np.any(inf & (t != r)):
+            k = int(np.flatnonzero((inf & (t != r)).ravel())[0])
+            return Comparison(False, math.inf, math.nan, 0.0,
+                              f"infinity mismatch at element {k}: test {t.ravel()[k].item()!r}, reference {r.ravel()[k].item()!r}")
+        ok_mask = ~(nan_r | inf)
+        diff = np.where(ok_mask, np.abs(t - r), 0.0)
+        max_ref = float(np.max(np.where(ok_mask, np.abs(r), 0.0)))
+        err = float(diff.max())
+        allowed = tol.allowed(max_ref, quantum)
+        ok = err <= allowed
+        msg = "" if ok else _where(diff, t, r, err, allowed)
+        return Comparison(ok, err, max_ref, allowed, msg)
+    if scale is not None and scale > 0 and ref.dtype.kind in "iu":
+        steps = np.abs(test.astype(np.int64) - ref.astype(np.int64))
+        max_steps = int(steps.max())
+        err = max_steps * scale
+        max_ref = float(np.max(np.abs(ref.astype(np.int64) - zero_point))) * scale
+        allowed = tol.allowed(max_ref, scale)
+        allowed_steps = math.floor(allowed / scale + 1e-9)
+        ok = max_steps <= allowed_steps
+        msg = "" if ok else (f"{max_steps} quantization steps off (allowed {allowed_steps}); "
+                             + _where(steps.astype(np.float64), test, ref, float(max_steps), float(allowed_steps)))
+        return Comparison(ok, err, max_ref, allowed, msg, max_steps)
+    # non-quantized integers and bools: exact in every precision
+    t, r = test.astype(np.float64), ref.astype(np.float64)
+    diff = np.abs(t - r)
+    err = float(diff.max())
+    ok = err == 0
+    return Comparison(ok, err, float(np.abs(r).max()), 0.0, "" if ok else _where(diff, test, ref, err, 0.0))
+
+
+def _where(diff: np.ndarray, t: np.ndarray, r: np.ndarray, err: float, allowed: float) -> str:
+    k = int(np.argmax(diff.ravel()))
+    idx = tuple(int(i) for i in np.unravel_index(k, diff.shape)) if diff.ndim else ()
+    tv, rv = np.asarray(t).ravel()[k].item(), np.asarray(r).ravel()[k].item()
+    return f"max error {err:.6g} > allowed {allowed:.6g} at {list(idx)}: test {tv!r}, reference {rv!r}"
