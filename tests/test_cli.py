@@ -164,7 +164,7 @@ def test_third_party_plugin_installed_and_removed(installed_example, model):
     res = acelera_cmd(env, "analyze", str(model), "--use_example", "--json")
     summary = json.loads(res.stdout)["scenarios"][0]["summary"]
     assert summary["example"] == 2  # CONV_2D and ADD, in two partitions around the depthwise conv
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")],
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE)],
                          capture_output=True, text=True, env=env, timeout=300, cwd=EXAMPLE)
     assert res.returncode == 0, res.stdout + res.stderr
     # "uninstalled": without the site directory the plugin and its flag are gone

@@ -29,6 +29,10 @@ test = ["pytest"]
 
 [tool.setuptools]
 py-modules = ["acelera_{module}"]
+
+[tool.pytest.ini_options]
+# acelera's pytest plugin turns the conformance suite into one test per case for this delegate
+addopts = "--acelera-delegate={name}"
 '''
 
 MODULE = '''"""{name}: a delegate plugin for acelera (scaffolded by `acelera new-delegate`).
@@ -131,7 +135,8 @@ pip install -e .
 acelera delegates list          # {name} is listed
 acelera benchmark --help        # shows --{flag}
 acelera benchmark --graph=model.tflite --{flag}=true
-pytest tests
+pytest                          # your tests plus acelera's conformance cases for {name}
+acelera conformance --delegate {name} --report report/
 ```
 
 Edit `acelera_{module}.py`: declare the ops your device runs in `OP_TABLE` and run partitions

@@ -317,6 +317,14 @@ class Certification:
                                               variants_per_case=variants_per_case)
             self.cases = C.select_shard(self.all_cases, self.shard)
 
+    @property
+    def table(self):
+        """The delegate's own op table when it has one (rules may depend on its options)."""
+        try:
+            return getattr(self.delegate, "op_table", None) or self.spec.op_table
+        except Exception:
+            return self.spec.op_table
+
     # --- the delegate --------------------------------------------------------------------
     @property
     def delegate(self) -> Delegate:
@@ -383,7 +391,7 @@ class Certification:
         built = C.build_graph([case.template], case.dtype, case.version, self._rng(case))
         model = load_model(built.model)
         ctx = Executor(model.main).node_context(0)
-        declared = self.spec.op_table.check(ctx)
+        declared = self.table.check(ctx)
         numeric = _numeric(case.dtype)
         d = self.op_delegate
         if declared.ok and case.kind == "op":
@@ -404,7 +412,7 @@ class Certification:
         matrix (a version above max_version, an input type outside dtypes) -> fail."""
         from acelera.core.delegate import data_type
 
-        row = self.spec.op_table.rows.get(case.op)
+        row = self.table.rows.get(case.op)
         if row is not None and case.variant.startswith("version:") and case.version > row.max_version:
             res.errors.append(f"the op table's check accepts {case.op} v{case.version} although the row declares "
                               f"max_version {row.max_version}")
@@ -564,7 +572,7 @@ class Certification:
         from acelera.core.kernels.registry import registered
 
         ref = registered()
-        table = exclude_table if exclude_table is not None else self.spec.op_table
+        table = exclude_table if exclude_table is not None else self.table
         want_float = C.accepts(self.spec.model_types, "float32") or C.accepts(self.spec.model_types, "float16")
         dtypes = [dtype] if dtype else (["FLOAT32"] if want_float else []) + ["INT8", "UINT8", "INT16", "FLOAT32"]
         for dt in dict.fromkeys(dtypes):
@@ -588,7 +596,7 @@ class Certification:
                     built = C.build_graph([tpl, tpl], dt, v, np.random.default_rng(0))
                     m = load_model(built.model)
                     ex = Executor(m.main)
-                    if exclude_table is None and not all(self.spec.op_table.check(ex.node_context(i)).ok
+                    if exclude_table is None and not all(self.table.check(ex.node_context(i)).ok
                                                          for i in range(2)):
                         continue
                     _reference(built.model, built.inputs)
@@ -707,7 +715,7 @@ class Certification:
 
     def _behaviour_multi_delegate(self, case: C.Case, res: CaseResult) -> None:
         tpl, v, dt = self._first_chain()
-        helper_pick = next(self._chain_op(exclude_table=self.spec.op_table, dtype=dt), None)
+        helper_pick = next(self._chain_op(exclude_table=self.table, dtype=dt), None)
         if helper_pick is None:
             raise _Skip(f"every op the suite can chain is declared by {self.name} for {dt}")
         htpl, hv, _ = helper_pick

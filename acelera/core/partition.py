@@ -9,6 +9,7 @@ and undoes any partition whose preparation fails.
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import warnings
 from dataclasses import dataclass, field
@@ -137,9 +138,26 @@ def _topological(units: list[Unit]) -> list[Unit]:
     return out
 
 
-def _ask(delegate: Delegate, ex: Executor, node: int) -> Support:
+def fp16_weight_sources(ex: Executor) -> dict[int, int]:
+    """Folded DEQUANTIZE outputs whose source is a constant float16 tensor: output -> source."""
+    out = {}
+    for op in ex.sg.operators:
+        if op.op == "DEQUANTIZE" and op.inputs and op.inputs[0] >= 0 and op.outputs[0] in ex.folded:
+            src = ex.sg.tensors[op.inputs[0]]
+            if src.is_constant and src.type_name == "FLOAT16":
+                out[op.outputs[0]] = op.inputs[0]
+    return out
+
+
+def _ask(delegate: Delegate, ex: Executor, node: int, fp16: dict[int, int] | None = None) -> Support:
+    """The delegate's verdict on a node. For fp16-aware delegates (FP16GraphPartitionHelper)
+    inputs fed by folded fp16 DEQUANTIZE nodes are shown as the constant fp16 tensors."""
+    ctx = ex.node_context(node)
+    if fp16:
+        ins = ex.sg.operators[node].inputs
+        ctx = dataclasses.replace(ctx, inputs=tuple(ex.tensor(fp16[t]) if t in fp16 else c for t, c in zip(ins, ctx.inputs)))
     try:
-        s = delegate.is_node_supported(ex.node_context(node))
+        s = delegate.is_node_supported(ctx)
     except Exception as e:
         return Support(False, f"{ex.sg.operators[node].name}: {delegate.name} raised {type(e).__name__}: {e}")
     return s if isinstance(s, Support) else Support(bool(s), "" if s else "rejected")
@@ -174,12 +192,13 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
     report.folded = folded_nodes
     units = [Unit(s.nodes, tuple(sorted({t for t in s.inputs if t >= 0})), s.outputs, s) for s in ex.plan]
     for d in delegates:
+        fp16 = fp16_weight_sources(ex) if d.fp16_weights_aware else None
         supported = []
         for u in units:
             if u.delegate is not None:
                 supported.append(False)
                 continue
-            s = _ask(d, ex, u.nodes[0])
+            s = _ask(d, ex, u.nodes[0], fp16)
             supported.append(s.ok)
             if not s.ok:
                 report.rejections.setdefault(u.nodes[0], []).append((d.name, s.reason))

@@ -13,6 +13,8 @@ real in the device's arithmetic on the host:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from acelera.core.delegate import Delegate, DelegateKernel, Partition
@@ -55,7 +57,10 @@ class Fp16Runner(DeviceRunner):
     arithmetic = "float16"
 
     def kernel_factory(self, ctx: NodeContext) -> Kernel:
-        fn = reference_factory(ctx)
+        # constant weights are rounded to half before the kernel packs them
+        ins = tuple(dataclasses.replace(t, data=to_half(t.data)) if t is not None and t.is_constant else t
+                    for t in ctx.inputs)
+        fn = reference_factory(dataclasses.replace(ctx, inputs=ins))
 
         def run(*args):
             res = fn(*[to_half(a) for a in args])

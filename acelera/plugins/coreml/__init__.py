@@ -1,27 +1,62 @@
-"""coreml: Apple Core ML delegate support rules with emulated execution (issue #8)."""
-from acelera.plugins.tables import F32, not_built, table, unbuilt_factory
+"""coreml: Apple Core ML delegate support rules with emulated execution (issue #8).
+
+- rules.py: which nodes the real delegate takes (coreml_delegate.mm and its builders; facts 6.4)
+- device.py: options as TFLite resolves them, the delegate, and the emulated Neural Engine
+  (float16 storage and results)
+- export.py: each delegated partition written as a Core ML model package (needs coremltools:
+  `pip install acelera[coreml]`); cli.py: the `acelera coreml-export` command
+"""
+from __future__ import annotations
+
+from acelera.core.delegate import Support
+from acelera.plugins.coreml.device import CoreMLDelegate, create, resolve_version
+from acelera.plugins.coreml.rules import NEWEST_VERSION, op_table
 from acelera.registrar import hookimpl
 from acelera.registrar.flags import Flag
 from acelera.registrar.spec import DelegateSpec
 
 G = "Core ML delegate (emulated)"
 FLAGS = (
-    Flag("use_coreml", bool, False, "Enable the Core ML delegate", "coreml", G),
-    Flag("coreml_version", int, 0, "Target Core ML version (2 or 3; 0 = newest)", "coreml", G),
-    Flag("coreml_devices", str, "all", "Devices to use: 'all' or 'neural_engine'", "coreml", G, ("all", "neural_engine")),
+    Flag("use_coreml", bool, False, "Enable the Core ML delegate (uses all devices, not only the Neural Engine)",
+         "coreml", G),
+    Flag("coreml_version", int, 0,
+         "Target Core ML version: 2 or 3; 0 = newest (3); other values warn and use 3. RESHAPE only below 3",
+         "coreml", G),
+    Flag("coreml_devices", str, "all",
+         "Compute units: 'all' (CPU, GPU, Neural Engine) or 'neural_engine' only; both emulated in float16",
+         "coreml", G, ("all", "neural_engine")),
 )
-OPS = """
-ADD,MUL,AVERAGE_POOL_2D,MAX_POOL_2D,CONCATENATION,CONV_2D,TRANSPOSE_CONV,HARD_SWISH,LOGISTIC,RELU,RELU_N1_TO_1,RELU6,TANH,MEAN,PAD,PADV2,MIRROR_PAD,RESHAPE,RESIZE_BILINEAR,SOFTMAX 1
-DEPTHWISE_CONV_2D 2
-FULLY_CONNECTED 6
-"""
+
+
+def probe() -> Support:
+    """Emulation runs anywhere numpy does; nothing on this host is an Apple device."""
+    return Support(True)
+
+
+NOTES = ("Float models only (float32, or float16 weights behind constant DEQUANTIZE nodes, taken as "
+         "FP16GraphPartitionHelper does). Executed by an emulated Neural Engine: float16 weights, "
+         "activations and results, also for --coreml_devices=all. Defaults: unlimited partitions, "
+         "at least 2 nodes each. `acelera coreml-export MODEL --out DIR` writes the delegated "
+         "partitions as Core ML model packages (needs coremltools).")
+
 SPEC = DelegateSpec(
-    name="coreml", summary="Core ML delegate (emulated, float models only)", version="0.1.0", flags=FLAGS,
-    enabled_by=("use_coreml",), op_table=table("coreml", OPS, F32),
+    name="coreml", summary="Core ML delegate (emulated Neural Engine, float models only)", version="0.2.0",
+    flags=FLAGS, enabled_by=("use_coreml",), op_table=op_table(NEWEST_VERSION),
     model_types=frozenset({"float32", "float16"}), backend="emulated",
-    default_min_nodes=2, probe=not_built(8), factory=unbuilt_factory("coreml"))
+    probe=probe, factory=create, default_max_partitions=0, default_min_nodes=2,
+    precision="float16", fp16_weights_aware=True, notes=NOTES)
 
 
 @hookimpl
 def register_delegates(register):
     register(SPEC)
+
+
+@hookimpl
+def register_commands(app):
+    from acelera.plugins.coreml.cli import add_export_command
+
+    add_export_command(app)
+
+
+__all__ = ["SPEC", "FLAGS", "CoreMLDelegate", "create", "op_table", "resolve_version"]
