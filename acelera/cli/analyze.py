@@ -38,7 +38,7 @@ def plan(model_path: str, registry: Registry, parsed: ParsedFlags) -> tuple[Inte
             delegates.append(d)
             info.append({"name": spec.name, "backend": spec.backend, "available": avail.ok,
                          "reason": avail.reason, "planned_from": "delegate" if avail.ok else "op table",
-                         "limits": list(spec.partition_limits(options))})
+                         "limits": list(d.partition_limits())})
         report = apply_delegates(ex, delegates, dry_run=True)
         scenarios.append(Scenario(info, report))
     return interp, scenarios

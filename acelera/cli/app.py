@@ -145,6 +145,8 @@ def build_app(registry: Registry) -> typer.Typer:
         print(f"model types: {', '.join(m for m in ('float32', 'float16', 'dynamic-range', 'full-integer', 'qat') if m in spec.model_types)}")
         mx, mn = spec.partition_limits({})
         print(f"partitions: max {mx or 'unlimited'}, min nodes {mn or 'none'} (when the flags leave them at 0)")
+        if spec.notes:
+            print(f"notes: {spec.notes}")
         t = Table("flag", "type", "default", "help", title="flags")
         for f in spec.flags:
             t.add_row(f"--{f.name}", f.type.__name__, repr(f.default), f.help)
