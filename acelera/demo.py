@@ -98,4 +98,22 @@ def main(registry=None) -> int:
         run_delegates(registry, q)
     for name, reason in registry.broken.items():
         print(f"broken plugin {name}: {reason}")
+    certify_available(registry)
     return 0
+
+
+def certify_available(registry) -> None:
+    """Certify every available delegate on generated op cases and acelera's own sample models."""
+    from acelera.conformance.report import summary_lines
+    from acelera.conformance.suite import certify
+
+    print("\ncertification (op, negative, behaviour and sample-model cases; "
+          "`acelera conformance --all` adds ../shared/models):")
+    for spec in registry.specs.values():
+        if not registry.availability(spec.name).ok:
+            continue
+        t0 = time.perf_counter()
+        cert = certify(registry, spec.name, models_dir=None, variants_per_case=1)
+        for line in summary_lines(cert):
+            print(f"  {line}")
+        print(f"  ({time.perf_counter() - t0:.1f} s)")
