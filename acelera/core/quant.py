@@ -2,7 +2,8 @@
 
 These mirror tflite/kernels/internal/common.h and quantization_util.cc (the default,
 double-rounding build that the ai-edge-litert wheel ships) so quantized kernels can be
-bit-exact with LiteRT. All functions accept scalars or arrays and compute in int64.
+bit-exact with LiteRT. The fixed-point functions accept scalars or arrays (the `_inplace` ones
+an int64 array they overwrite) and compute in int64.
 """
 from __future__ import annotations
 
@@ -41,17 +42,28 @@ def _round_away(x: float) -> int:
     return r if x >= 0 else -r
 
 
+_BELOW_HALF = {np.float32: np.nextafter(np.float32(0.5), np.float32(0)),
+               np.float64: np.nextafter(np.float64(0.5), np.float64(0))}
+
+
 def round_half_away(x: np.ndarray) -> np.ndarray:
     """Vectorized std::round (TfLiteRound) on float arrays, in the input's float precision.
 
     `floor(|x| + 0.5)` is wrong when |x| + 0.5 rounds up (x = 0.49999997f gives 1, std::round
-    gives 0), so the fraction is compared instead: |x| - floor(|x|) is exact in floating point.
+    gives 0). For float32/float64, trunc(x +- the largest float below one half) is exact for
+    every input: a true half still reaches the next integer (ties-to-even lands on it), anything
+    below a half stays below. Other dtypes compare the fraction |x| - floor(|x|), also exact.
     """
     x = np.asarray(x)
-    a = np.abs(x)
-    f = np.floor(a)
-    with np.errstate(invalid="ignore"):  # inf - inf for infinite x: the result is still inf
-        return np.copysign(f + (a - f >= 0.5), x)
+    half = _BELOW_HALF.get(x.dtype.type)
+    if half is None:
+        a = np.abs(x)
+        f = np.floor(a)
+        with np.errstate(invalid="ignore"):  # inf - inf for infinite x: the result is still inf
+            return np.copysign(f + (a - f >= 0.5), x)
+    r = np.copysign(half, x)
+    r += x
+    return np.trunc(r, out=r) if isinstance(r, np.ndarray) else np.trunc(r)
 
 
 def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
@@ -82,14 +94,14 @@ def _multiply_by_quantized_multiplier_steps(x, multiplier, shift) -> np.ndarray:
     shift = np.asarray(shift, np.int64)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
-    shifted = _wrap_int32(x << left)
+    shifted = wrap_int32(x << left)
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, multiplier), right)
 
 
 def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
     """TFLite MultiplyByQuantizedMultiplier for int32 x (double-rounding variant); x outside
     the int32 range is first wrapped like the C++ int32 argument."""
-    out = _wrap_int32_inplace(np.array(x, np.int64))  # a copy the in-place version overwrites
+    out = wrap_int32_inplace(np.array(x, np.int64))  # a copy the in-place version overwrites
     res = multiply_by_quantized_multiplier_inplace(out, multiplier, shift)
     return res if res.ndim else res[()]
 
@@ -119,7 +131,7 @@ def multiply_by_quantized_multiplier_inplace(acc: np.ndarray, multiplier, shift)
     right = np.maximum(-shift, 0)
     if np.any(left):
         acc <<= left
-        _wrap_int32_inplace(acc)
+        wrap_int32_inplace(acc)
     acc *= m
     rpos = right > 0
     if np.any(rpos):
@@ -135,6 +147,43 @@ def multiply_by_quantized_multiplier_inplace(acc: np.ndarray, multiplier, shift)
         acc += 1 << 30
         acc >>= 31
     return acc
+
+
+def multiply_by_quantized_multiplier_scalar(x, multiplier: int, shift: int) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier(int32 x, multiplier, shift) for one multiplier >= 0 and
+    shift (not per channel) and x already in the int32 range (not wrapped), in fewer numpy
+    passes; a new int64 array. With shift <= 0 this is also
+    MultiplyByQuantizedMultiplierSmallerThanOneExp."""
+    return multiply_by_quantized_multiplier_scalar_inplace(np.array(x, np.int64), multiplier, shift)
+
+
+def multiply_by_quantized_multiplier_scalar_inplace(r: np.ndarray, multiplier: int, shift: int,
+                                                     pre_shift: int = 0,
+                                                     tmp: np.ndarray | None = None) -> np.ndarray:
+    """multiply_by_quantized_multiplier_scalar(r << pre_shift, multiplier, shift) on an int64
+    array the caller owns (overwritten); `tmp`, optional, is a scratch array of r's shape.
+
+    `r << pre_shift` must fit int32. The multiplier is >= 0, so SRDHM never saturates and is
+    t = floor((P + 2^30) / 2^31) with P = x*m; RoundingDivideByPOT then gives
+    floor((t + 2^(e-1) - [t<0]) / 2^e) = floor((floor((P + 2^30 + 2^(30+e)) / 2^31) - [P<0]) / 2^e)
+    (for e >= 1, [P<0] may stand in for [t<0]: they differ only where t = 0, and both give 0 there).
+    """
+    if shift > 0:
+        r <<= shift + pre_shift
+        wrap_int32_inplace(r)  # like the C++ int32 shift
+        pre_shift = 0
+    r *= multiplier << pre_shift
+    e = -shift
+    if e <= 0:
+        r += 1 << 30
+        r >>= 31
+        return r
+    neg = np.right_shift(r, 63, out=tmp)
+    r += (1 << 30) + (1 << (30 + e))
+    r >>= 31
+    r += neg
+    r >>= e
+    return r
 
 
 def multiply_by_quantized_multiplier_int64(x, multiplier, shift) -> np.ndarray:
@@ -157,14 +206,17 @@ def multiply_by_quantized_multiplier_int64_inplace(acc: np.ndarray, multiplier, 
     acc *= reduced
     acc += np.int64(1) << (total_shift - 1)
     acc >>= total_shift
-    return _wrap_int32_inplace(acc)  # the C++ narrows to int32_t without saturating
+    return wrap_int32_inplace(acc)  # the C++ narrows to int32_t without saturating
 
 
-def _wrap_int32(x: np.ndarray) -> np.ndarray:
+def wrap_int32(x: np.ndarray) -> np.ndarray:
+    """Two's-complement wrap of int64 values (or Python ints) to the int32 range, as C++ int32
+    arithmetic and the int32 accumulators do."""
     return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
-def _wrap_int32_inplace(x: np.ndarray) -> np.ndarray:
+def wrap_int32_inplace(x: np.ndarray) -> np.ndarray:
+    """wrap_int32 in place in an int64 array the caller owns; returns it."""
     x += 1 << 31
     x &= 0xFFFFFFFF
     x -= 1 << 31

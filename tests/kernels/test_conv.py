@@ -12,10 +12,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from acelera.core.errors import UnsupportedOpError
-from acelera.core.interpreter import Interpreter
 from acelera.core.model import load_model
-from oracle import assert_matches_litert, random_input
+from helpers import expect_unsupported, quant_of, rng_of
+from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH"]
 QACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
@@ -28,10 +27,6 @@ def out_dim(pad: str, size: int, k: int, s: int, d: int = 1) -> int:
     eff = (k - 1) * d + 1
     num = size + s - 1 if pad == "SAME" else size + s - eff
     return int(num / s)  # C++ truncation
-
-
-def seed_rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
 
 
 def out_scale(in_s: float, w_s: float, k: int, spread: float, target: float) -> float:
@@ -59,24 +54,6 @@ def model_with_int4_weights(op: str, x_spec: In, w: np.ndarray, w_quant, bias: n
     b.add_operator(op, [x, wi, bi], [y], version=version, **options)
     b.mark_outputs(y)
     return b.build()
-
-
-def run_litert_optimized(model: bytes, inputs):
-    """LiteRT's builtin optimized kernels without the XNNPACK delegate."""
-    from ai_edge_litert.interpreter import Interpreter as LiteRT
-    from ai_edge_litert.interpreter import OpResolverType
-
-    it = LiteRT(model_content=model, num_threads=1,
-                experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), inputs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
-
-
-def allocate(model: bytes) -> None:
-    Interpreter(model_content=model).allocate_tensors()
 
 
 @st.composite
@@ -109,7 +86,7 @@ def conv_out_shape(g, o):
 @given(g=geometry(), c=st.integers(1, 6), o=st.integers(1, 5), groups=st.sampled_from([1, 1, 2, 3]),
        act=st.sampled_from(ACTS), seed=st.integers(0, 2 ** 16))
 def test_conv2d_float(g, c, o, groups, act, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     ci = c
     c, o = ci * groups, o * groups  # grouped convolution (version 6) when groups > 1
     x = rng.uniform(-2, 2, (g["n"], g["h"], g["w"], c)).astype(np.float32)
@@ -126,7 +103,7 @@ def test_conv2d_float(g, c, o, groups, act, seed):
        act=st.sampled_from(QACTS), per_channel=st.booleans(), big_mult=st.booleans(),
        seed=st.integers(0, 2 ** 16))
 def test_conv2d_int8(g, c, o, groups, act, per_channel, big_mult, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     ci = c
     c, o = ci * groups, o * groups
     in_s, in_zp = float(rng.uniform(0.005, 0.1)), int(rng.integers(-128, 128))
@@ -150,7 +127,7 @@ def test_conv2d_int8(g, c, o, groups, act, per_channel, big_mult, seed):
 @given(g=geometry(max_hw=7), c=st.integers(1, 5), o=st.integers(1, 5), act=st.sampled_from(QACTS),
        seed=st.integers(0, 2 ** 16))
 def test_conv2d_uint8(g, c, o, act, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     in_s, in_zp = float(rng.uniform(0.005, 0.1)), int(rng.integers(0, 256))
     w_s, w_zp = float(rng.uniform(0.001, 0.02)), int(rng.integers(0, 256))
     k = g["kh"] * g["kw"] * c
@@ -170,7 +147,7 @@ def test_conv2d_uint8(g, c, o, act, seed):
 @given(g=geometry(max_hw=7), c=st.integers(1, 40), o=st.integers(1, 4), act=st.sampled_from(QACTS),
        bias32=st.booleans(), seed=st.integers(0, 2 ** 16))
 def test_conv2d_int16x8(g, c, o, act, bias32, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     in_s = float(rng.uniform(1e-4, 1e-3))
     w_s = rng.uniform(0.001, 0.02, o).astype(np.float32)
     k = g["kh"] * g["kw"] * c
@@ -198,7 +175,7 @@ def test_conv2d_hybrid(g, c, o, act, scales, groups, seed):
     """Float input, int8 weights: v2 (per-tensor, symmetric input quantization) and v5
     (per-channel, asymmetric); grouped hybrid needs distinct per-channel scales."""
     assume(groups == 1 or scales == "channel")
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     ci = c
     c, o = ci * groups, o * groups
     lo, hi = sorted(rng.uniform(-3, 3, 2))
@@ -218,7 +195,7 @@ def test_conv2d_hybrid(g, c, o, act, scales, groups, seed):
 @pytest.mark.parametrize("dtype", [np.float32, np.int8])
 def test_conv2d_runtime_weights_and_bias(dtype):
     """Filter and bias as graph inputs (e.g. fed by DEQUANTIZE): prepared per invoke."""
-    rng = seed_rng(3)
+    rng = rng_of(3)
     x_shape, w_shape = (1, 8, 7, 5), (4, 3, 3, 5)
     if dtype == np.float32:
         ins = [In(x_shape), In(w_shape), In((4,))]
@@ -239,7 +216,7 @@ def test_conv2d_runtime_weights_and_bias(dtype):
 @pytest.mark.parametrize("x_dtype", [np.int8, np.int16])
 def test_conv2d_int4_weights(x_dtype):
     """CONV_2D v7: int8 activations with packed INT4 weights (and the same for int16)."""
-    rng = seed_rng(4)
+    rng = rng_of(4)
     w = rng.integers(-8, 8, (6, 3, 3, 5)).astype(np.int8)
     w_s = rng.uniform(0.01, 0.05, 6).astype(np.float32)
     if x_dtype == np.int8:
@@ -273,7 +250,7 @@ def dw_options(g, act, mult):
 @given(g=geometry(), c=st.integers(1, 6), mult=st.integers(1, 3), act=st.sampled_from(ACTS),
        bias=st.booleans(), seed=st.integers(0, 2 ** 16))
 def test_depthwise_float(g, c, mult, act, bias, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     o = c * mult
     x = rng.uniform(-2, 2, (g["n"], g["h"], g["w"], c)).astype(np.float32)
     w = rng.uniform(-1, 1, (1, g["kh"], g["kw"], o)).astype(np.float32)
@@ -288,7 +265,7 @@ def test_depthwise_float(g, c, mult, act, bias, seed):
        dtype=st.sampled_from(["int8", "uint8", "int16"]), per_channel=st.booleans(),
        seed=st.integers(0, 2 ** 16))
 def test_depthwise_quantized(g, c, mult, act, dtype, per_channel, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     o = c * mult
     k = g["kh"] * g["kw"]
     x_shape = (g["n"], g["h"], g["w"], c)
@@ -327,7 +304,7 @@ def test_depthwise_quantized(g, c, mult, act, dtype, per_channel, seed):
        seed=st.integers(0, 2 ** 16))
 def test_depthwise_hybrid(g, c, mult, act, seed):
     """Float input, int8 per-channel weights (v6), asymmetric per-batch input quantization."""
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     o = c * mult
     lo, hi = sorted(rng.uniform(-3, 3, 2))
     x = rng.uniform(lo, hi, (g["n"], g["h"], g["w"], c)).astype(np.float32)
@@ -342,7 +319,7 @@ def test_depthwise_hybrid(g, c, mult, act, seed):
 def test_depthwise_int4_weights():
     """DEPTHWISE_CONV_2D v7 (INT4 weights) against LiteRT's optimized kernel (the reference
     resolver registers up to v6) and against its reference kernel at a lower version."""
-    rng = seed_rng(5)
+    rng = rng_of(5)
     w = rng.integers(-8, 8, (1, 3, 3, 8)).astype(np.int8)
     wq = (rng.uniform(0.01, 0.05, 8).astype(np.float32), np.zeros(8, np.int64), 3)
     x_spec = In((2, 9, 8, 4), np.int8, (0.05, -7))
@@ -354,18 +331,15 @@ def test_depthwise_int4_weights():
                                         padding="SAME", stride_h=2, stride_w=1, depth_multiplier=2,
                                         fused_activation_function="RELU6")
         if version == 7:
-            want = run_litert_optimized(model, [x])[0]
-            got = Interpreter(model_content=model)
-            got.allocate_tensors()
-            got.set_tensor(got.get_input_details()[0]["index"], x)
-            got.invoke()
-            np.testing.assert_array_equal(got.get_tensor(got.get_output_details()[0]["index"]), want)
+            # LiteRT's builtin optimized kernels (without XNNPACK).
+            want = run_litert(model, [x], reference="builtin")[0]
+            np.testing.assert_array_equal(run_acelera(model, [x])[0], want)
         else:
             assert_matches_litert(model, [x])
 
 
 def test_depthwise_runtime_weights():
-    rng = seed_rng(6)
+    rng = rng_of(6)
     x = rng.uniform(-1, 1, (1, 6, 6, 3)).astype(np.float32)
     w = rng.uniform(-1, 1, (1, 3, 3, 6)).astype(np.float32)
     b = rng.uniform(-1, 1, 6).astype(np.float32)
@@ -408,7 +382,7 @@ def tconv_model(g, x_spec: In, w: np.ndarray, wq, bias, out_dtype, out_q, act="N
 @given(g=tgeometry(), c=st.integers(1, 5), o=st.integers(1, 5), act=st.sampled_from(ACTS),
        bias=st.booleans(), const_shape=st.booleans(), seed=st.integers(0, 2 ** 16))
 def test_transpose_conv_float(g, c, o, act, bias, const_shape, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     x = rng.uniform(-2, 2, (g["n"], g["h"], g["w"], c)).astype(np.float32)
     w = rng.uniform(-1, 1, (o, g["kh"], g["kw"], c)).astype(np.float32)
     b = Const(rng.uniform(-1, 1, o).astype(np.float32)) if bias else None
@@ -422,7 +396,7 @@ def test_transpose_conv_float(g, c, o, act, bias, const_shape, seed):
        dtype=st.sampled_from(["int8", "uint8", "int16", "int16_b32"]), per_channel=st.booleans(),
        bias=st.booleans(), seed=st.integers(0, 2 ** 16))
 def test_transpose_conv_quantized(g, c, o, act, dtype, per_channel, bias, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     x_shape = (g["n"], g["h"], g["w"], c)
     k = c * -(-g["kh"] // g["sh"]) * -(-g["kw"] // g["sw"])
     extra, version = {}, 4
@@ -464,7 +438,7 @@ def test_transpose_conv_quantized(g, c, o, act, dtype, per_channel, bias, seed):
 @given(g=tgeometry(), c=st.integers(1, 5), o=st.integers(1, 4), per_channel=st.booleans(),
        seed=st.integers(0, 2 ** 16))
 def test_transpose_conv_hybrid(g, c, o, per_channel, seed):
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     lo, hi = sorted(rng.uniform(-3, 3, 2))
     x = rng.uniform(lo, hi, (g["n"], g["h"], g["w"], c)).astype(np.float32)
     w = rng.integers(-127, 128, (o, g["kh"], g["kw"], c)).astype(np.int8)
@@ -484,7 +458,7 @@ def test_convolution_2d_transpose_bias(n, h, w, c, o, k, s, same, seed):
     """LiteRT's default resolver runs this custom op through its XNNPACK delegate (which
     refuses strides larger than the kernel, leaving the op unresolved)."""
     assume(s <= k)
-    rng = seed_rng(seed)
+    rng = rng_of(seed)
     x = rng.uniform(-1, 1, (n, h, w, c)).astype(np.float32)
     wt = rng.uniform(-1, 1, (o, k, k, c)).astype(np.float32)
     b = rng.uniform(-1, 1, o).astype(np.float32)
@@ -528,8 +502,7 @@ def test_unsupported_dtypes_raise_at_allocate():
                         padding="SAME", stride_h=1, stride_w=1),
     ]
     for model in cases:
-        with pytest.raises(UnsupportedOpError):
-            allocate(model)
+        expect_unsupported(model)
 
 
 # --- the shared models' convolutions, node by node -------------------------------------------
@@ -538,15 +511,6 @@ MODELS = ["face_detection_short_range", "face_detection_short_range_int8",
           "face_detection_short_range_int16x8", "face_landmark_int8", "hand_recrop",
           "mobilenet_v2_96_f32", "mobilenet_v2_96_int8", "selfie_segmentation", "small_cnn_int8"]
 CONV_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "CUSTOM")
-
-
-def _quant_of(t):
-    q = t.quantization
-    if not q.is_set:
-        return None
-    if q.scale.size > 1:
-        return (q.scale, q.zero_point, q.quantized_dimension)
-    return (float(q.scale[0]), int(q.zero_point[0]))
 
 
 def _node_model(sg, op) -> tuple[bytes, list]:
@@ -558,13 +522,13 @@ def _node_model(sg, op) -> tuple[bytes, list]:
         if t is None:
             ins.append(None)
         elif t.data is not None:
-            ins.append(Const(t.data, _quant_of(t)))
+            ins.append(Const(t.data, quant_of(t)))
         elif i in producers and producers[i].op == "DEQUANTIZE" \
                 and sg.tensors[producers[i].inputs[0]].data is not None:
             ins.append(Const(sg.tensors[producers[i].inputs[0]].data.astype(np.float32)))
         else:
-            ins.append(In(t.shape, t.dtype, _quant_of(t)))
-    outs = [Out(sg.tensors[o].shape, sg.tensors[o].dtype, _quant_of(sg.tensors[o])) for o in op.outputs]
+            ins.append(In(t.shape, t.dtype, quant_of(t)))
+    outs = [Out(sg.tensors[o].shape, sg.tensors[o].dtype, quant_of(sg.tensors[o])) for o in op.outputs]
     if op.op == "CUSTOM":
         return single_op_model("CUSTOM", ins, outs, custom_code=op.custom_code,
                                custom_options=op.custom_options), ins
@@ -575,7 +539,7 @@ def _node_model(sg, op) -> tuple[bytes, list]:
 def test_model_convolutions(models_dir: Path, name: str):
     """Each distinct convolution configuration of a shared model, with its real weights."""
     sg = load_model(models_dir / f"{name}.tflite").main
-    rng = seed_rng(11)
+    rng = rng_of(11)
     seen = set()
     for op in sg.operators:
         if op.op not in CONV_OPS:

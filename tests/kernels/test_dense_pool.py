@@ -9,8 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from acelera.core.errors import UnsupportedOpError
-from acelera.core.interpreter import Interpreter
+from helpers import expect_unsupported, quant_of
 from oracle import assert_matches_litert, random_input
 
 SETTINGS = settings(max_examples=25, deadline=None)
@@ -37,12 +36,6 @@ def out_scale_for(in_scale, w_scale, k, x_dtype, w_dtype, rng, target=None) -> f
     return float(in_scale * w_scale * acc_std / target * rng.uniform(0.5, 2.0))
 
 
-def expect_unsupported(model: bytes, match: str | None = None):
-    it = Interpreter(model_content=model)
-    with pytest.raises(UnsupportedOpError, match=match):
-        it.allocate_tensors()
-
-
 # =========================================================================================
 # FULLY_CONNECTED
 # =========================================================================================
@@ -50,8 +43,9 @@ def fc_out_shape(xshape, units, keep):
     return tuple(xshape[:-1]) + (units,) if keep else (prod(xshape[:-1]), units)
 
 
+# (input shape, depth k, units): leading dimensions, then the depth.
 fc_shapes = st.tuples(st.lists(st.integers(1, 4), min_size=0, max_size=3), st.integers(1, 40),
-                      st.integers(1, 24))
+                      st.integers(1, 24)).map(lambda t: (tuple(t[0]) + (t[1],), t[1], t[2]))
 
 
 @SETTINGS
@@ -59,8 +53,7 @@ fc_shapes = st.tuples(st.lists(st.integers(1, 4), min_size=0, max_size=3), st.in
        seed=st.integers(0, 2**32 - 1))
 def test_fc_float(shape, act, keep, bias, seed):
     rng = np.random.default_rng(seed)
-    lead, k, units = shape
-    xshape = tuple(lead) + (k,)
+    xshape, k, units = shape
     w = rng.standard_normal((units, k)).astype(np.float32)
     b = Const(rng.standard_normal(units).astype(np.float32)) if bias else None
     version = 6 if not bias else (5 if keep else 1)
@@ -115,8 +108,7 @@ def build_quant_fc(rng, xshape, units, x_dt, w_dt, o_dt, *, per_channel=False, b
        per_channel=st.booleans(), seed=st.integers(0, 2**32 - 1))
 def test_fc_int8(shape, act, keep, bias, per_channel, seed):
     rng = np.random.default_rng(seed)
-    lead, k, units = shape
-    xshape = tuple(lead) + (k,)
+    xshape, k, units = shape
     m, inputs = build_quant_fc(rng, xshape, units, np.int8, np.int8, np.int8, per_channel=per_channel,
                                bias=bias, act=act, keep=keep, version=4)
     assert_matches_litert(m, inputs)
@@ -127,8 +119,7 @@ def test_fc_int8(shape, act, keep, bias, per_channel, seed):
        seed=st.integers(0, 2**32 - 1))
 def test_fc_uint8(shape, act, keep, bias, seed):
     rng = np.random.default_rng(seed)
-    lead, k, units = shape
-    xshape = tuple(lead) + (k,)
+    xshape, k, units = shape
     m, inputs = build_quant_fc(rng, xshape, units, np.uint8, np.uint8, np.uint8, bias=bias, act=act,
                                keep=keep, version=1)
     assert_matches_litert(m, inputs)
@@ -153,8 +144,7 @@ INT16X8_BIAS = [(np.int32, "INT32"), (np.int64, None), (np.int64, "INT64"), (Non
        per_channel=st.booleans(), bias=st.sampled_from(INT16X8_BIAS), seed=st.integers(0, 2**32 - 1))
 def test_fc_int16x8(shape, act, keep, per_channel, bias, seed):
     rng = np.random.default_rng(seed)
-    lead, k, units = shape
-    xshape = tuple(lead) + (k,)
+    xshape, k, units = shape
     bias_dt, qbt = bias
     m, inputs = build_quant_fc(rng, xshape, units, np.int16, np.int8, np.int16, per_channel=per_channel,
                                bias=bias_dt is not None, bias_dt=bias_dt or np.int32, act=act, keep=keep,
@@ -191,8 +181,7 @@ def test_fc_int16x8_int32_bias_without_type():
        bias_dt=st.sampled_from([np.int32, np.int64, None]), seed=st.integers(0, 2**32 - 1))
 def test_fc_int16x16(shape, act, per_channel, bias_dt, seed):
     rng = np.random.default_rng(seed)
-    lead, k, units = shape
-    xshape = tuple(lead) + (k,)
+    xshape, k, units = shape
     # With quantized_bias_type unset LiteRT reads the bias as int32, so int64 needs the type.
     qbt = "INT64" if bias_dt is np.int64 else None
     m, inputs = build_quant_fc(rng, xshape, units, np.int16, np.int16, np.int16, per_channel=per_channel,
@@ -207,8 +196,7 @@ def test_fc_int16x16(shape, act, per_channel, bias_dt, seed):
        zeros=st.booleans(), seed=st.integers(0, 2**32 - 1))
 def test_fc_hybrid(shape, act, keep, bias, w_kind, asym, zeros, seed):
     rng = np.random.default_rng(seed)
-    lead, k, units = shape
-    xshape = tuple(lead) + (k,)
+    xshape, k, units = shape
     w_dt = np.uint8 if w_kind == "uint8" else np.int8
     w = random_input((units, k), w_dt, rng)
     # LiteRT's x86 SSSE3/AVX2 hybrid dot product negates the weight -128 (uint8 128 read as
@@ -551,15 +539,6 @@ def test_resized_inputs():
 # =========================================================================================
 # The FULLY_CONNECTED / pooling nodes of the shared models, as single-op models
 # =========================================================================================
-def _quant_tuple(t):
-    q = t.quantization
-    if not q.is_set:
-        return None
-    if q.scale.size > 1:
-        return (q.scale, q.zero_point, q.quantized_dimension)
-    return (float(q.scale[0]), int(q.zero_point[0]))
-
-
 def shared_model_nodes(models_dir):
     from acelera.core.model import load_model
     for path in sorted(models_dir.glob("*.tflite")):
@@ -586,11 +565,11 @@ def test_shared_model_nodes(models_dir):
                 continue
             t = sg.tensors[i]
             if t.is_constant:
-                ins.append(Const(np.array(t.data), _quant_tuple(t)))
+                ins.append(Const(np.array(t.data), quant_of(t)))
             else:
-                ins.append(In(t.shape, t.dtype, _quant_tuple(t)))
+                ins.append(In(t.shape, t.dtype, quant_of(t)))
                 feeds.append(random_input(t.shape, t.dtype, rng, -3, 3))
-        outs = [Out(sg.tensors[o].shape, sg.tensors[o].dtype, _quant_tuple(sg.tensors[o])) for o in op.outputs]
+        outs = [Out(sg.tensors[o].shape, sg.tensors[o].dtype, quant_of(sg.tensors[o])) for o in op.outputs]
         opts = {k: v for k, v in op.options.items()}
         m = single_op_model(op.op, ins, outs, version=op.version, **opts)
         assert_matches_litert(m, feeds)

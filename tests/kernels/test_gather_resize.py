@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from acelera.core.errors import AceleraError, UnsupportedOpError
+from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter
-from oracle import assert_matches_litert, random_input, run_acelera, run_litert
+from helpers import expect_unsupported, rng_of
+from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -21,28 +22,6 @@ QUANT = {np.int8: (0.05, -3), np.uint8: (0.05, 131), np.int16: (0.001, 0)}
 
 def q_of(dtype):
     return QUANT.get(np.dtype(dtype).type)
-
-
-def rng_of(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
-
-def assert_exact(model: bytes, inputs, reference: bool = True) -> None:
-    """Outputs identical to LiteRT's, floats included (NaN == NaN). The oracle's float
-    tolerance becomes infinite when LiteRT's output holds an inf, so ops that only move or
-    convert values are checked here exactly."""
-    want = run_litert(model, inputs, reference)
-    got = run_acelera(model, inputs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_array_equal(g, w)
-
-
-def expect_unsupported(model: bytes) -> None:
-    it = Interpreter(model_content=model)
-    with pytest.raises(UnsupportedOpError):
-        it.allocate_tensors()
 
 
 # --- GATHER --------------------------------------------------------------------------------

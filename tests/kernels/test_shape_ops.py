@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.errors import AceleraError, UnsupportedOpError
 from acelera.core.interpreter import Interpreter
-from oracle import assert_matches_litert, random_input, run_acelera, run_litert
+from helpers import rng_of
+from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -25,10 +26,6 @@ ALL = list(DTYPES)
 
 def q(dt):
     return DTYPES.get(dt)
-
-
-def rng_of(seed):
-    return np.random.default_rng(seed)
 
 
 def shapes(min_rank=1, max_rank=4, min_side=1, max_side=4):
@@ -48,22 +45,7 @@ def assert_matches_builtin(model: bytes, inputs) -> list[np.ndarray]:
     (The oracle's reference=False means the AUTO resolver, whose XNNPACK delegate reads some
     options differently, e.g. it ignores STRIDED_SLICE's `offset`.)
     """
-    from ai_edge_litert.interpreter import Interpreter as LiteRT
-    from ai_edge_litert.interpreter import OpResolverType
-
-    it = LiteRT(model_content=model, num_threads=1,
-                experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), inputs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    want = [it.get_tensor(d["index"]) for d in it.get_output_details()]
-    got = run_acelera(model, inputs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
-        np.testing.assert_array_equal(g, w)
-    return got
+    return assert_exact(model, inputs, reference="builtin")
 
 
 def litert_rejects(model: bytes, inputs) -> bool:

@@ -8,8 +8,8 @@ Matches LiteRT's BUILTIN_REF kernels (tflite/kernels/activations.cc, kReference 
   evaluates LiteRT's integer algorithm (or its LUTPopulate table) once over the whole input
   domain (256 or 65536 values) and run() is a single table lookup.
 
-This module also holds what the sibling families (softmax.py, unary.py) share: TFLite's
-LUTPopulate for 8-bit and interpolated 16-bit tables, glibc's float math (LiteRT calls
+This module also holds what the sibling families (softmax.py, unary.py) share: the checks of
+one-input ops, TFLite's LUTPopulate for 8-bit and interpolated 16-bit tables, glibc's float math (LiteRT calls
 expf/tanhf/...; a one-ulp difference can move a table entry) and the "legacy" per-tensor
 quantization parameters that TFLite kernels read (`tensor->params`).
 """
@@ -23,10 +23,11 @@ from typing import Callable
 
 import numpy as np
 
+from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
 from acelera.core.quant import (multiply_by_quantized_multiplier, quantize_multiplier,
-                                round_half_away)
+                                round_half_away, wrap_int32)
 
 F32 = np.float32
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -60,12 +61,19 @@ def check_same_type(node: NodeContext, a: Tensor, b: Tensor) -> None:
         raise node.unsupported(f"input type {a.type_name} and output type {b.type_name} differ")
 
 
+def unary_io(node: NodeContext, allowed: tuple) -> tuple[Tensor, Tensor]:
+    """(input, output) of a one-input elementwise op: same type, one of the `allowed` dtypes."""
+    x, y = node.inputs[0], node.outputs[0]
+    if x is None:
+        raise node.unsupported("missing input")
+    check_same_type(node, x, y)
+    if x.dtype not in [np.dtype(d) for d in allowed]:
+        raise node.unsupported(f"input type {x.type_name} is not supported")
+    return x, y
+
+
 def wrap16(x):
     return ((np.asarray(x, np.int64) + (1 << 15)) & 0xFFFF) - (1 << 15)
-
-
-def wrap32(x):
-    return ((np.asarray(x, np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def clz32(x) -> np.ndarray:
@@ -83,21 +91,6 @@ def cvt_f2i32(x) -> np.ndarray:
     nan = np.isnan(x)
     clipped = np.clip(np.where(nan, 0.0, x), INT32_MIN, INT32_MAX)
     return np.where(nan, INT32_MIN, np.trunc(clipped)).astype(np.int64)
-
-
-def domain(dtype) -> np.ndarray:
-    """Every value of an 8/16-bit integer dtype, ordered by its unsigned bit pattern, as int64.
-
-    A table computed over `domain(dtype)` is indexed by `x.view(uint8/uint16)` (see lut_apply).
-    """
-    dtype = np.dtype(dtype)
-    u = np.arange(1 << (8 * dtype.itemsize), dtype=np.uint8 if dtype.itemsize == 1 else np.uint16)
-    return u.view(dtype).astype(np.int64)
-
-
-def lut_apply(x: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """table[x] for an 8/16-bit integer array x, with `table` built over domain(x.dtype)."""
-    return np.take(table, x.view(np.uint8 if x.dtype.itemsize == 1 else np.uint16))
 
 
 def to_table(values, dtype) -> np.ndarray:
@@ -292,20 +285,10 @@ def sat_lshift16(x, amount: int) -> np.ndarray:
 _Q8 = (np.int8, np.uint8)
 
 
-def _dtype_check(node: NodeContext, allowed: tuple) -> tuple[Tensor, Tensor]:
-    x, y = node.inputs[0], node.outputs[0]
-    if x is None:
-        raise node.unsupported("missing input")
-    check_same_type(node, x, y)
-    if x.dtype not in [np.dtype(d) for d in allowed]:
-        raise node.unsupported(f"input type {x.type_name} is not supported")
-    return x, y
-
-
 # --- RELU family ---------------------------------------------------------------------
 
 def _relu_like(node: NodeContext, lo: float, hi: float, allowed: tuple):
-    x, y = _dtype_check(node, allowed)
+    x, y = unary_io(node, allowed)
     if x.dtype == np.float32:
         if hi == math.inf:
             return lambda a: np.maximum(a, F32(lo))
@@ -356,7 +339,7 @@ def relu_0_to_1(node: NodeContext):
 @register("LEAKY_RELU", max_version=2)
 @ndarray_kernel
 def leaky_relu(node: NodeContext):
-    x, y = _dtype_check(node, (np.float32, np.uint8, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     alpha = F32(node.options.get("alpha", 0.0))
     if x.dtype == np.float32:
         # `x > 0 ? x : x * alpha`, branch-free: for 0 <= alpha <= 1 it is max(x, alpha x),
@@ -430,7 +413,7 @@ def prelu(node: NodeContext):
     def compute(v, av):
         """v = input - zp, av = alpha - alpha_zp (broadcastable int64)."""
         pos = multiply_by_quantized_multiplier(v, m1, s1)
-        neg = multiply_by_quantized_multiplier(wrap32(v * av), m2, s2)
+        neg = multiply_by_quantized_multiplier(wrap_int32(v * av), m2, s2)
         return np.clip(np.where(v >= 0, pos, neg) + out_zp, info.min, info.max).astype(x.dtype)
 
     if x.dtype.itemsize == 1:
@@ -478,7 +461,7 @@ def _elu_transform(v):
 @register("ELU", max_version=1)
 @ndarray_kernel
 def elu(node: NodeContext):
-    x, y = _dtype_check(node, (np.float32, np.int8))
+    x, y = unary_io(node, (np.float32, np.int8))
     if x.dtype == np.float32:
         def run(a):
             return np.where(a < 0, np.expm1(a), a)
@@ -500,7 +483,7 @@ def _downscale_to_int16(m: int) -> int:
 @register("HARD_SWISH", max_version=1)
 @ndarray_kernel
 def hard_swish(node: NodeContext):
-    x, y = _dtype_check(node, (np.float32, np.uint8, np.int8))
+    x, y = unary_io(node, (np.float32, np.uint8, np.int8))
     if x.dtype == np.float32:
         def run(a):
             t = a + F32(3)
@@ -581,7 +564,7 @@ def _gelu_approx_transform(v):
 @register("GELU", max_version=2)
 @ndarray_kernel
 def gelu(node: NodeContext):
-    x, y = _dtype_check(node, (np.float32, np.uint8, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     approximate = bool(node.options.get("approximate", False))
     if x.dtype == np.float32:
         if approximate:
@@ -654,7 +637,7 @@ def _int16_input_rescale(node: NodeContext, x: Tensor, y: Tensor, pot_shifts: tu
         while m <= 32767.0 / 2.0 and left_shift <= 30:
             left_shift += 1
             m *= 2.0
-        multiplier = int(wrap32(int(m)))
+        multiplier = wrap_int32(int(m))
     ok, out_log2 = _checked_log2(out_s)
     if not ok or out_log2 != -15:
         raise node.unsupported("int16 output scale must be 2**-15")
@@ -665,7 +648,7 @@ def _int16_input_rescale(node: NodeContext, x: Tensor, y: Tensor, pot_shifts: tu
 
 def _int16_scaled_input(multiplier: int, left_shift: int) -> np.ndarray:
     rnd = (1 << (left_shift - 1)) if left_shift > 0 else 0
-    return wrap32(domain(np.int16) * multiplier + rnd) >> left_shift
+    return wrap_int32(domain(np.int16) * multiplier + rnd) >> left_shift
 
 
 def _logistic_int16_table(multiplier: int, left_shift: int) -> np.ndarray:
@@ -687,9 +670,9 @@ def _tanh_int16_table(multiplier: int, left_shift: int) -> np.ndarray:
     sat = uh >= 255
     uhc = np.minimum(uh, 254)
     ua, ub = _SIGMOID_TABLE[uhc], _SIGMOID_TABLE[uhc + 1]
-    res = wrap32(np.where(sat, 0xFFFF << 8, (ua << 8) + (a & 0xFF) * (ub - ua)))
+    res = wrap_int32(np.where(sat, 0xFFFF << 8, (ua << 8) + (a & 0xFF) * (ub - ua)))
     res = np.where(d >= 0, res - (1 << 23) + (1 << 7), -res + (1 << 23) + (1 << 7) - 1)
-    return wrap16(wrap32(res) >> 8).astype(np.int16)
+    return wrap16(wrap_int32(res) >> 8).astype(np.int16)
 
 
 def _sigmoid_transform(v):
@@ -701,7 +684,7 @@ def _sigmoid_transform(v):
 @register("LOGISTIC", max_version=3)
 @ndarray_kernel
 def logistic(node: NodeContext):
-    x, y = _dtype_check(node, (np.float32, np.uint8, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     if x.dtype == np.float32:
         def run(a):
             # 1 / (1 + exp(-x)) everywhere: LiteRT's cut-offs (1 above 16.62, exp(x) below -9)
@@ -728,7 +711,7 @@ def logistic(node: NodeContext):
 @register("TANH", max_version=3)
 @ndarray_kernel
 def tanh(node: NodeContext):
-    x, y = _dtype_check(node, (np.float32, np.uint8, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     if x.dtype == np.float32:
         return lambda a: np.tanh(a)
     require_per_tensor(node, x, y)

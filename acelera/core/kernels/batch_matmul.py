@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core import quant
-from acelera.core.kernels.fully_connected import acc_bound, quantize_rows, wrap_int32
+from acelera.core.kernels.fully_connected import acc_bound, quantize_rows
 from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.quant import wrap_int32
 
 
 def exact_float_type(k: int, max_product: int):

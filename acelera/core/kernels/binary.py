@@ -19,17 +19,19 @@ import math
 import numpy as np
 
 from acelera.core.errors import AceleraError, ModelError
-from acelera.core.kernels.common import RELU, RELU6, RELU_N1_TO_1, quantized_activation_range
+from acelera.core.kernels.common import (FLT_MAX, RELU, RELU6, RELU_N1_TO_1, domain,
+                                         float_activation_bounds, quantized_activation_range)
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
-from acelera.core.quant import quantize_multiplier
+from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
+from acelera.core.quant import multiply_by_quantized_multiplier_scalar_inplace as mbqm_inplace
+from acelera.core.quant import quantize_multiplier, round_half_away, wrap_int32
 
 try:  # the clip ufunc itself: np.clip's Python wrapper costs a few microseconds per call
     from numpy._core.umath import clip as clip_ufunc
 except ImportError:  # pragma: no cover - numpy < 2
     clip_ufunc = np.clip
 
-F32_MAX = float(np.finfo(np.float32).max)
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 F32, I8, U8, I16, I32, I64, U32 = (np.dtype(t) for t in (np.float32, np.int8, np.uint8, np.int16,
@@ -42,11 +44,6 @@ class InvokeError(AceleraError):
 
 
 # --- fixed-point arithmetic (gemmlowp / TFLite double-rounding build), int64 arrays ------------
-
-def wrap32(x: np.ndarray) -> np.ndarray:
-    """Wrap int64 values to int32 range (two's complement), as C++ int32 arithmetic does."""
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
 
 def srdhm(a, b, saturate: bool = True) -> np.ndarray:
     """SaturatingRoundingDoublingHighMul on int32 values held in int64.
@@ -74,43 +71,6 @@ def rdbpot_vec(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     r += np.left_shift(1, e)
     r += x >> 63
     r >>= e + 1
-    return r
-
-
-def mbqm(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
-    """MultiplyByQuantizedMultiplier(int32 x, multiplier, shift) (double rounding).
-
-    With shift <= 0 this is also MultiplyByQuantizedMultiplierSmallerThanOneExp.
-    """
-    return mbqm_inplace(np.array(x, np.int64), multiplier, shift)
-
-
-def mbqm_inplace(r: np.ndarray, multiplier: int, shift: int, pre_shift: int = 0,
-                 tmp: np.ndarray | None = None) -> np.ndarray:
-    """mbqm(r << pre_shift, multiplier, shift) on an int64 array the caller owns (overwritten).
-
-    `r << pre_shift` must fit int32. Multipliers are positive, so srdhm never saturates and is
-    t = floor((P + 2^30) / 2^31) with P = x*m; rdbpot then gives floor((t + 2^(e-1) - [t<0]) / 2^e)
-    = floor((floor((P + 2^30 + 2^(30+e)) / 2^31) - [P<0]) / 2^e)  (for e >= 1, [P<0] may stand in
-    for [t<0]: they differ only where t = 0, and both give 0 there).
-    """
-    if shift > 0:
-        r <<= shift + pre_shift
-        r += 1 << 31  # wrap to int32 like the C++ shift
-        r &= 0xFFFFFFFF
-        r -= 1 << 31
-        pre_shift = 0
-    r *= multiplier << pre_shift
-    e = -shift
-    if e <= 0:
-        r += 1 << 30
-        r >>= 31
-        return r
-    neg = np.right_shift(r, 63, out=tmp)
-    r += (1 << 30) + (1 << (30 + e))
-    r >>= 31
-    r += neg
-    r >>= e
     return r
 
 
@@ -143,7 +103,7 @@ def bit_length(x: np.ndarray) -> np.ndarray:
 def sat_shl(x: np.ndarray, exponent: int) -> np.ndarray:
     """gemmlowp SaturatingRoundingMultiplyByPOT<exponent > 0> on int32 raw values."""
     threshold = (1 << (31 - exponent)) - 1
-    r = wrap32(x << exponent)
+    r = wrap_int32(x << exponent)
     r = np.where(x > threshold, INT32_MAX, r)
     return np.where(x < -threshold, INT32_MIN, r)
 
@@ -153,26 +113,15 @@ def one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:
     s = a + INT32_MAX  # RoundingHalfSum(a, F0::One())
     half_den = np.where(s >= 0, s + 1, s - 1)
     half_den = np.where(half_den >= 0, half_den >> 1, -((-half_den) >> 1))
-    x = wrap32(1515870810 + srdhm(half_den, -1010580540))
+    x = wrap_int32(1515870810 + srdhm(half_den, -1010580540))
     for _ in range(3):
         hdx = srdhm(half_den, x)
-        one_minus = wrap32((1 << 29) - hdx)
-        x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))
+        one_minus = wrap_int32((1 << 29) - hdx)
+        x = wrap_int32(x + sat_shl(srdhm(x, one_minus), 2))
     return sat_shl(x, 1)
 
 
 # --- activation ranges ---------------------------------------------------------------------
-
-def float_range(act: int) -> tuple[float, float]:
-    """CalculateActivationRange<float>: TANH/SIGN_BIT count as none; none still clamps to FLT_MAX."""
-    if act == RELU:
-        return 0.0, F32_MAX
-    if act == RELU6:
-        return 0.0, 6.0
-    if act == RELU_N1_TO_1:
-        return -1.0, 1.0
-    return -F32_MAX, F32_MAX
-
 
 def int_range(act: int, dtype: np.dtype) -> tuple[int, int] | None:
     """CalculateActivationRange<T> for integer T, or None when it cannot change any value."""
@@ -195,7 +144,7 @@ def float_clamp(act: int):
     Overflow warnings are not silenced here (np.errstate costs more than the op on small
     tensors); a float overflow only shows numpy's RuntimeWarning.
     """
-    lo, hi = (np.float32(v) for v in float_range(act))
+    lo, hi = (np.float32(v) for v in float_activation_bounds(act))
 
     def clamp(r):
         r = np.asarray(r)
@@ -370,15 +319,9 @@ def gather16(table: np.ndarray, x: np.ndarray, scratch: Scratch, name: str) -> n
     return table.take(idx, out=scratch.get("g" + name, table.dtype, x.shape), mode="clip")
 
 
-def all_values(dtype: np.dtype) -> np.ndarray:
-    """Every value of an 8/16-bit integer type, ordered by its unsigned bit pattern."""
-    unsigned = np.uint8 if dtype.itemsize == 1 else np.uint16
-    return np.arange(1 << (8 * dtype.itemsize), dtype=np.int64).astype(unsigned).view(dtype).astype(np.int64)
-
-
 def lut8_kernel(dtype: np.dtype, fn, out_dtype=None):
     """Kernel for an 8-bit binary op: out = fn(a, b) tabulated over all 256x256 pairs."""
-    v = all_values(dtype)
+    v = domain(dtype)
     table = np.asarray(fn(v[:, None], v[None, :])).astype(out_dtype or dtype)
     table.setflags(write=False)
 
@@ -400,7 +343,7 @@ def checked_log2(x: float) -> tuple[bool, int]:
     """TFLite CheckedLog2 (float arithmetic)."""
     with np.errstate(all="ignore"):
         x_log2 = np.log(np.float32(x)) * (np.float32(1.0) / np.log(np.float32(2.0)))
-        rounded = np.float32(np.sign(x_log2) * np.floor(np.abs(x_log2) + np.float32(0.5)))
+        rounded = np.float32(round_half_away(x_log2))
         frac = np.float32(x_log2 - rounded)
     if not np.isfinite(rounded):
         return False, 0
@@ -488,8 +431,8 @@ def _add_sub(node: NodeContext, sign: int):
 
     # Rescaled inputs tabulated over all 65536 values (|value| < 2^30, so int32 and their sum
     # fit), then the output rescale on int64 blocks in reusable buffers.
-    t1 = table16(scaled(all_values(I16), z1, m1, sh1))
-    t2 = table16(sign * scaled(all_values(I16), z2, m2, sh2))
+    t1 = table16(scaled(domain(I16), z1, m1, sh1))
+    t2 = table16(sign * scaled(domain(I16), z2, m2, sh2))
     scratch = Scratch()
 
     def into(x, y, o):
@@ -568,7 +511,7 @@ def mul(node: NodeContext):
     m, sh = quantize_multiplier(real)
 
     def f(x, y):
-        r = mbqm(wrap32((x - z1) * (y - z2)), m, sh)
+        r = mbqm(wrap_int32((x - z1) * (y - z2)), m, sh)
         r += zo
         return clip_ufunc(r, lo, hi, out=r)
 
@@ -651,7 +594,7 @@ def div(node: NodeContext):
         return lut8_kernel(dt, f)
 
     # int16: the divisor-dependent terms are tabulated over all 65536 divisor values.
-    t_sgn, t_inv, t_rs = divisor_terms(all_values(I16) - z2)
+    t_sgn, t_inv, t_rs = divisor_terms(domain(I16) - z2)
 
     def run16(x, y):
         idx = y.view(np.uint16).astype(np.intp)
@@ -700,7 +643,7 @@ def rdbpot_x86(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     odd = np.nonzero(ec != e)
     if odd[0].size:
         xo, eo = x[odd], e[odd]
-        mask = wrap32((np.int64(1) << (eo & 63)) - 1)  # 64-bit SHL masks its count too
+        mask = wrap_int32((np.int64(1) << (eo & 63)) - 1)  # 64-bit SHL masks its count too
         threshold = (mask >> 1) + (xo < 0)
         r[odd] = (xo >> (eo & 31)) + ((xo & mask) > threshold)
     return r
@@ -763,7 +706,7 @@ def squared_difference(node: NodeContext):
 
     def f(x, y):
         d = mbqm((x - z1) << left_shift, m1, sh1) - mbqm((y - z2) << left_shift, m2, sh2)
-        r = mbqm(wrap32(d * d), mo, sho)
+        r = mbqm(wrap_int32(d * d), mo, sho)
         r += zo
         return clip_ufunc(r, -128, 127, out=r)
     return lut8_kernel(I8, f)
@@ -785,7 +728,7 @@ def pow_(node: NodeContext):
         if dt == F32:
             if not np.isfinite(e) or abs(float(e)) >= 2 ** 31:
                 return None
-            n = int(np.sign(e) * np.floor(np.abs(e) + np.float32(0.5)))
+            n = int(round_half_away(e))
             if not (abs(np.float32(e) - np.float32(n)) < np.float32(1e-5)):
                 return None
         else:
@@ -798,11 +741,11 @@ def pow_(node: NodeContext):
         r = repeated_squaring(x, n // 2)
         r = np.multiply(r, r, out=r)
         if dt == F32:
-            clip_ufunc(r, -F32_MAX, F32_MAX, out=r)
+            clip_ufunc(r, -FLT_MAX, FLT_MAX, out=r)
         if n % 2:
             r = np.multiply(x, r, out=r)
             if dt == F32:
-                clip_ufunc(r, -F32_MAX, F32_MAX, out=r)
+                clip_ufunc(r, -FLT_MAX, FLT_MAX, out=r)
         return r
 
     def run(x, y):

@@ -16,11 +16,13 @@ import numpy as np
 
 from acelera.core.errors import ModelError
 from acelera.core.kernels.binary import (
-    F32, I8, I16, I32, I64, QUANT8, U8, Scratch, all_values, binary_operands, bit_select,
-    blocked_into, broadcast_shape, gather16, is_quantized, lut8_kernel, mbqm, qparams, scalar_safe,
+    F32, I8, I16, I32, I64, QUANT8, U8, Scratch, binary_operands, bit_select,
+    blocked_into, broadcast_shape, gather16, is_quantized, lut8_kernel, qparams, scalar_safe,
     smaller_than_one_multiplier, table16,
 )
+from acelera.core.kernels.common import domain
 from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
 
 BOOL = np.dtype(np.bool_)
 
@@ -47,8 +49,8 @@ def _comparison(node: NodeContext, ufunc, *, allow_bool: bool, int16_scaled: boo
         f2 = scaler(b, "input 2")
         return lut8_kernel(dt, lambda x, y: ufunc(f1(x), f2(y)), np.bool_)
 
-    t1 = table16(scaler(a, "input 1")(all_values(I16)))
-    t2 = table16(scaler(b, "input 2")(all_values(I16)))
+    t1 = table16(scaler(a, "input 1")(domain(I16)))
+    t2 = table16(scaler(b, "input 2")(domain(I16)))
     scratch = Scratch()
 
     def into(x, y, o):

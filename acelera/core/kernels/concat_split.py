@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 
-from acelera.core.kernels.common import NONE, RELU, RELU6, RELU_N1_TO_1, quantized_activation_range
+from acelera.core.kernels.common import (NONE, RELU, RELU6, RELU_N1_TO_1, check_same_type, check_type,
+                                         quantized_activation_range)
 from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.reshape import copy_block, declared_zeros, is_placeholder, legacy_qparams, same_qparams
 from acelera.core.quant import round_half_away
-from acelera.core.kernels.reshape import (check_same_type, check_type, copy_block, declared_zeros,
-                                          is_placeholder, legacy_qparams, same_qparams)
 
 CONCAT_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL", "UINT32"})
 SPLIT_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"})

@@ -13,8 +13,8 @@ Hybrid kernels (float input, int8 weights) quantize the input per batch exactly 
 tensor_utils do, accumulate exactly and rescale in float32. INT4 weights are unpacked to int8
 by the model loader and run the int8 code.
 
-These helpers (geometry, activation ranges, requantization, hybrid input quantization) are
-also used by transpose_conv.py.
+These helpers (geometry, requantization, hybrid input quantization, bias and clamp) are also
+used by transpose_conv.py; activation ranges and output sizes are common.py's.
 """
 from __future__ import annotations
 
@@ -24,73 +24,21 @@ import numpy as np
 
 from acelera.core import quant
 from acelera.core.errors import ModelError
-from acelera.core.kernels.common import RELU, RELU6, RELU_N1_TO_1, SAME, VALID
+from acelera.core.kernels.common import (SAME, check_same_type, float_activation_bounds, out_size,
+                                         pad_before, quantized_activation_range)
 from acelera.core.kernels.registry import Kernel, NodeContext, register
 from acelera.core.model import Tensor
 
-FLT_MAX = float(np.finfo(np.float32).max)
 F32_EXACT = float(1 << 24)  # every integer of magnitude <= 2**24 is exact in float32
 F64_EXACT = float(1 << 53)
 
 # TensorType codes used for checks.
 T_FLOAT32, T_INT32, T_UINT8, T_INT64, T_INT16, T_INT8, T_INT4 = 0, 2, 3, 4, 7, 9, 17
+# The filter types each quantized input type takes in (DEPTHWISE_)CONV_2D.
+QUANT_FILTER_TYPES = {T_UINT8: (T_UINT8,), T_INT8: (T_INT8, T_INT4), T_INT16: (T_INT8, T_INT4)}
 
 
 # --- shared helpers --------------------------------------------------------------------------
-
-def float_act_bounds(act: int) -> tuple[float, float]:
-    """TFLite's CalculateActivationRange: NONE (and TANH, SIGN_BIT) clamp to +-FLT_MAX."""
-    if act == RELU:
-        return 0.0, FLT_MAX
-    if act == RELU6:
-        return 0.0, 6.0
-    if act == RELU_N1_TO_1:
-        return -1.0, 1.0
-    return -FLT_MAX, FLT_MAX
-
-
-def quant_act_bounds(act: int, scale: float, zero_point: int, dtype) -> tuple[int, int]:
-    """TFLite's CalculateActivationRangeQuantized, with std::round done exactly."""
-    info = np.iinfo(dtype)
-    qmin, qmax = int(info.min), int(info.max)
-    s = np.float32(scale)
-
-    def q(f: float) -> int:
-        with np.errstate(all="ignore"):
-            v = quant.round_half_away(np.float32(f) / s)
-        if not np.isfinite(v) or not (-2.0 ** 31 <= float(v) <= 2.0 ** 31 - 1):
-            raise ModelError(f"output scale {scale} cannot represent the fused activation range")
-        return int(zero_point) + int(v)
-
-    if act == RELU:
-        return max(qmin, q(0.0)), qmax
-    if act == RELU6:
-        return max(qmin, q(0.0)), min(qmax, q(6.0))
-    if act == RELU_N1_TO_1:
-        return max(qmin, q(-1.0)), min(qmax, q(1.0))
-    return qmin, qmax
-
-
-def out_size(padding: int, size: int, filt: int, stride: int, dilation: int) -> int:
-    """TFLite's ComputeOutSizeChecked (C++ division truncates toward zero)."""
-    eff = (filt - 1) * dilation + 1
-    if padding == SAME:
-        num = size + stride - 1
-    elif padding == VALID:
-        num = size + stride - eff
-    else:
-        raise ModelError(f"unknown padding {padding}")
-    value = num // stride if num >= 0 else -((-num) // stride)
-    if value < 0:
-        raise ModelError(f"negative output size for input {size}, filter {filt}, stride {stride}")
-    return value
-
-
-def pad_before(size: int, filt: int, stride: int, dilation: int, out: int) -> int:
-    """TFLite's ComputePaddingWithOffset: total padding // 2 (the offset goes after)."""
-    eff = (filt - 1) * dilation + 1
-    return max((out - 1) * stride + eff - size, 0) // 2
-
 
 def opt(node: NodeContext, name: str, default: int) -> int:
     v = node.options.get(name, default)
@@ -109,14 +57,20 @@ def zero_point(t: Tensor) -> int:
     return int(q.zero_point[0]) if q.zero_point.size else 0
 
 
-def filter_scales(node: NodeContext, w: Tensor, channels: int, qdim_size: int,
-                  allow_per_channel: bool) -> np.ndarray:
-    """The filter scales broadcast to `channels` (PopulateConvolutionQuantizationParams)."""
+def quantized_filter_scales(w: Tensor) -> np.ndarray:
+    """The filter's quantization scales as float32 (a ModelError when it has none)."""
     q = w.quantization
     if not q.is_set:
         raise ModelError(f"filter '{w.name}' needs quantization parameters")
-    scales = np.asarray(q.scale, np.float32)
+    return np.asarray(q.scale, np.float32)
+
+
+def filter_scales(node: NodeContext, w: Tensor, channels: int, allow_per_channel: bool) -> np.ndarray:
+    """The filter scales broadcast to `channels` (PopulateConvolutionQuantizationParams)."""
+    scales = quantized_filter_scales(w)
     if scales.size > 1:
+        qd = w.quantization.quantized_dimension
+        qdim_size = int(w.shape[qd]) if 0 <= qd < 4 else -1
         if not allow_per_channel:
             raise node.unsupported("per-channel filter quantization needs INT8 or INT16 input")
         if scales.size != channels or qdim_size != channels:
@@ -168,12 +122,21 @@ class Requantizer:
         return v.astype(self.dtype)
 
 
-def wrap_int32(x: np.ndarray) -> np.ndarray:
-    """Two's-complement wrap, in place, of int64 values to int32 (the C++ int32 accumulators)."""
-    x += 1 << 31
-    x &= 0xFFFFFFFF
-    x -= 1 << 31
-    return x
+def conv_requantizer(node: NodeContext, x_t: Tensor, w_t: Tensor, b_t: Tensor | None, y_t: Tensor,
+                     act: int, channels: int, wide: bool) -> tuple[Requantizer, int, int]:
+    """The quantization Prepare shared by the quantized (depthwise, transposed) convolutions:
+    (Requantizer of the accumulator, input zero point, output zero point). uint8 is the
+    legacy per-tensor path; int16 needs zero points of 0 and requantizes without the offset."""
+    xt = x_t.type
+    legacy = xt == T_UINT8
+    w_scales = filter_scales(node, w_t, channels, allow_per_channel=not legacy)
+    in_zp, out_zp = zero_point(x_t), zero_point(y_t)
+    if xt == T_INT16 and (in_zp != 0 or out_zp != 0):
+        raise node.unsupported("INT16 input and output zero points must be 0")
+    mult, shift = conv_multipliers(x_t, w_scales, y_t, legacy, b_t)
+    qmin, qmax = quantized_activation_range(act, float(f32_scale(y_t)), out_zp, y_t.dtype)
+    req = Requantizer(mult, shift, 0 if xt == T_INT16 else out_zp, qmin, qmax, y_t.dtype, wide)
+    return req, in_zp, out_zp
 
 
 def _neon_round(v: np.ndarray) -> np.ndarray:
@@ -227,12 +190,37 @@ def asymmetric_quantize(xb: np.ndarray) -> tuple[np.ndarray, np.float32, int]:
     elif zp >= 127.0:
         offset = 127
     else:
-        offset = int(quant._round_away(zp))
+        offset = int(quant.round_half_away(zp))
     sf = np.float32(scale)
     inv = np.float32(1.0 / float(sf)) if sf != 0 else np.float32(0)
     q = _neon_round(flat * inv)
     q += np.float32(offset)
     return np.clip(q, -128, 127).astype(np.int8).reshape(xb.shape), sf, offset
+
+
+def asymmetric_quantize_batches(x: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """asymmetric_quantize of each batch x[i] of a float32 array: (the values minus their
+    batch's offset, as `dtype`; the float32 scaling factors)."""
+    xs = np.empty(x.shape, dtype)
+    factors = np.empty(x.shape[0], np.float32)
+    for i in range(x.shape[0]):
+        qb, sf, off = asymmetric_quantize(x[i])
+        xs[i] = qb
+        if off:
+            xs[i] -= dtype(off)
+        factors[i] = sf
+    return xs, factors
+
+
+def finish_float(out: np.ndarray, bias: np.ndarray | None, bounds: tuple[float, float] | None = None
+                 ) -> np.ndarray:
+    """out += bias (one value per output channel), then the clamp to the fused activation's
+    `bounds`, in place in the float32 result."""
+    if bias is not None:
+        out += bias.reshape(-1).astype(np.float32, copy=False)
+    if bounds is not None:
+        np.clip(out, bounds[0], bounds[1], out=out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -253,6 +241,15 @@ class Geometry:
     ow: int
     pt: int
     pl: int
+
+    @staticmethod
+    def from_options(node: NodeContext, x_shape, kh: int, kw: int) -> "Geometry":
+        """The geometry of a (depthwise) CONV_2D node: its strides, dilations and padding."""
+        sh, sw = opt(node, "stride_h", 1), opt(node, "stride_w", 1)
+        dh, dw = opt(node, "dilation_h_factor", 1), opt(node, "dilation_w_factor", 1)
+        if min(sh, sw, dh, dw) <= 0:
+            raise ModelError(f"strides ({sh}, {sw}) and dilations ({dh}, {dw}) must be positive")
+        return Geometry.make(x_shape, kh, kw, opt(node, "padding", SAME), sh, sw, dh, dw)
 
     @staticmethod
     def make(x_shape, kh: int, kw: int, padding: int, sh: int, sw: int, dh: int, dw: int) -> "Geometry":
@@ -355,6 +352,20 @@ def check_rank4(node: NodeContext, *ts: Tensor) -> None:
             raise ModelError(f"tensor '{t.name}' must have rank 4, has shape {list(t.shape)}")
 
 
+def _check_filter_type(node: NodeContext, x_t: Tensor, w_t: Tensor, allowed: tuple[int, ...]) -> None:
+    if w_t.type not in allowed:
+        raise node.unsupported(f"filter type {w_t.type_name} with {x_t.type_name} input is not supported")
+
+
+def _conv_tensors(node: NodeContext) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
+    """(input, filter, bias or None, output) of a (depthwise) CONV_2D, input and filter rank 4."""
+    x_t, w_t, b_t = node.input(0), node.input(1), node.input(2)
+    if x_t is None or w_t is None:
+        raise ModelError(f"{node.op.name} needs input and filter tensors")
+    check_rank4(node, x_t, w_t)
+    return x_t, w_t, b_t, node.outputs[0]
+
+
 def bias_vector(node: NodeContext, b: Tensor | None, channels: int, allowed: tuple[int, ...]) -> None:
     if b is None:
         return
@@ -369,11 +380,7 @@ def bias_vector(node: NodeContext, b: Tensor | None, channels: int, allowed: tup
 
 @register("CONV_2D", max_version=8)
 def conv_2d(node: NodeContext) -> Kernel:
-    x_t, w_t, b_t = node.input(0), node.input(1), node.input(2)
-    y_t = node.outputs[0]
-    if x_t is None or w_t is None:
-        raise ModelError("CONV_2D needs input and filter tensors")
-    check_rank4(node, x_t, w_t)
+    x_t, w_t, b_t, y_t = _conv_tensors(node)
     o, kh, kw, ci = (int(d) for d in w_t.shape)
     c = int(x_t.shape[3])
     if min(o, kh, kw, ci) <= 0 or min(x_t.shape[1:]) <= 0:
@@ -383,44 +390,32 @@ def conv_2d(node: NodeContext) -> Kernel:
     groups = c // ci
     if o % groups:
         raise ModelError(f"{o} filters cannot be split into {groups} groups")
-    sh, sw = opt(node, "stride_h", 1), opt(node, "stride_w", 1)
-    dh, dw = opt(node, "dilation_h_factor", 1), opt(node, "dilation_w_factor", 1)
-    if min(sh, sw, dh, dw) <= 0:
-        raise ModelError(f"strides ({sh}, {sw}) and dilations ({dh}, {dw}) must be positive")
+    g = Geometry.from_options(node, x_t.shape, kh, kw)
     act = opt(node, "fused_activation_function", 0)
-    g = Geometry.make(x_t.shape, kh, kw, opt(node, "padding", SAME), sh, sw, dh, dw)
     out_shape = (g.n, g.oh, g.ow, o)
+    check_same_type(node, x_t, y_t)
     xt, wt = x_t.type, w_t.type
-    if y_t.type != xt:
-        raise node.unsupported(f"output type {y_t.type_name} differs from input type {x_t.type_name}")
 
     if xt == T_FLOAT32:
+        _check_filter_type(node, x_t, w_t, (T_FLOAT32, T_INT8, T_INT4))
+        bias_vector(node, b_t, o, (T_FLOAT32,))
         if wt == T_FLOAT32:
-            bias_vector(node, b_t, o, (T_FLOAT32,))
             return _conv_float(node, g, groups, act, out_shape)
-        if wt in (T_INT8, T_INT4):
-            bias_vector(node, b_t, o, (T_FLOAT32,))
-            return _conv_hybrid(node, g, groups, act, out_shape)
-        raise node.unsupported(f"filter type {w_t.type_name} with FLOAT32 input is not supported")
-    if xt == T_UINT8:
-        if wt != T_UINT8:
-            raise node.unsupported(f"filter type {w_t.type_name} with UINT8 input is not supported")
-        bias_vector(node, b_t, o, (T_INT32,))
-        return _conv_quant(node, g, groups, act, out_shape, wide=False)
-    if xt == T_INT8:
-        if wt not in (T_INT8, T_INT4):
-            raise node.unsupported(f"filter type {w_t.type_name} with INT8 input is not supported")
-        bias_vector(node, b_t, o, (T_INT32,))
-        return _conv_quant(node, g, groups, act, out_shape, wide=False)
+        return _conv_hybrid(node, g, groups, act, out_shape)
+    if xt not in QUANT_FILTER_TYPES:
+        raise node.unsupported(f"input type {x_t.type_name} is not supported")
+    _check_filter_type(node, x_t, w_t, QUANT_FILTER_TYPES[xt])
     if xt == T_INT16:
-        if wt not in (T_INT8, T_INT4):
-            raise node.unsupported(f"filter type {w_t.type_name} with INT16 input is not supported")
-        return _conv_quant(node, g, groups, act, out_shape, wide=_int16_wide(node, b_t, o))
-    raise node.unsupported(f"input type {x_t.type_name} is not supported")
+        wide = int16_wide(node, b_t, o)
+    else:
+        bias_vector(node, b_t, o, (T_INT32,))
+        wide = False
+    return _conv_quant(node, g, groups, act, out_shape, wide)
 
 
-def _int16_wide(node: NodeContext, b_t: Tensor | None, channels: int) -> bool:
-    """int16x8: int64 accumulator unless quantized_bias_type says INT32 (CONV_2D v8)."""
+def int16_wide(node: NodeContext, b_t: Tensor | None, channels: int) -> bool:
+    """int16x8: int64 accumulator unless quantized_bias_type says INT32 (CONV_2D v8,
+    TRANSPOSE_CONV v5); checks the bias against it."""
     qbt = opt(node, "quantized_bias_type", T_FLOAT32)
     if qbt not in (T_FLOAT32, T_INT32, T_INT64):
         raise node.unsupported(f"quantized_bias_type {qbt} is not supported")
@@ -443,7 +438,7 @@ def _zero_shape(out_shape, dtype) -> Kernel:
 def _conv_float(node: NodeContext, g: Geometry, groups: int, act: int, out_shape) -> Kernel:
     if g.empty:
         return _zero_shape(out_shape, np.float32)
-    lo, hi = float_act_bounds(act)
+    bounds = float_activation_bounds(act)
     w_const = node.const(1)
     wm_const = None if w_const is None else weight_matrix(w_const, groups, np.float32)
     b_const = node.const(2)
@@ -452,33 +447,18 @@ def _conv_float(node: NodeContext, g: Geometry, groups: int, act: int, out_shape
         wm = wm_const if wm_const is not None else weight_matrix(w, groups, np.float32)
         cols = g.im2col(np.asarray(x, np.float32), groups)
         out = grouped_matmul(cols, wm, groups)
-        bias = b_const if b_const is not None else b
-        if bias is not None:
-            out += bias.reshape(-1).astype(np.float32, copy=False)
-        np.clip(out, lo, hi, out=out)
+        finish_float(out, b_const if b_const is not None else b, bounds)
         return out.reshape(out_shape)
     return run
 
 
 def _conv_quant(node: NodeContext, g: Geometry, groups: int, act: int, out_shape, wide: bool) -> Kernel:
     x_t, w_t, b_t, y_t = node.input(0), node.input(1), node.input(2), node.outputs[0]
-    xt = x_t.type
-    o = out_shape[3]
-    legacy = xt == T_UINT8
-    w_scales = filter_scales(node, w_t, o, int(w_t.shape[w_t.quantization.quantized_dimension])
-                             if w_t.quantization.quantized_dimension < 4 else -1,
-                             allow_per_channel=not legacy)
-    in_zp, out_zp = zero_point(x_t), zero_point(y_t)
-    w_zp = 0
-    if legacy:
-        w_zp = zero_point(w_t)
-    elif np.any(w_t.quantization.zero_point != 0):
+    legacy = x_t.type == T_UINT8
+    if not legacy and np.any(w_t.quantization.zero_point != 0):
         raise node.unsupported("INT8 filter zero points must be 0")
-    if xt == T_INT16 and (in_zp != 0 or out_zp != 0):
-        raise node.unsupported("INT16 input and output zero points must be 0")
-    mult, shift = conv_multipliers(x_t, w_scales, y_t, legacy, b_t)
-    qmin, qmax = quant_act_bounds(act, float(f32_scale(y_t)), out_zp, y_t.dtype)
-    req = Requantizer(mult, shift, 0 if xt == T_INT16 else out_zp, qmin, qmax, y_t.dtype, wide)
+    req, in_zp, out_zp = conv_requantizer(node, x_t, w_t, b_t, y_t, act, out_shape[3], wide)
+    w_zp = zero_point(w_t) if legacy else 0
     if g.empty:
         return _zero_shape(out_shape, y_t.dtype)
 
@@ -507,7 +487,7 @@ def _conv_quant(node: NodeContext, g: Geometry, groups: int, act: int, out_shape
         if bias is not None:
             acc += bias.reshape(-1).astype(np.int64)
         if need_wrap:
-            wrap_int32(acc)
+            quant.wrap_int32_inplace(acc)
         return req(acc).reshape(out_shape)
     return run
 
@@ -516,16 +496,13 @@ def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shap
     """Float input, int8 filter: CONV_2D v2 (per-tensor) and v5 (per-channel)."""
     w_t = node.input(1)
     o = out_shape[3]
-    q = w_t.quantization
-    if not q.is_set:
-        raise ModelError(f"filter '{w_t.name}' needs quantization parameters")
-    scales = np.asarray(q.scale, np.float32)
+    scales = quantized_filter_scales(w_t)
     per_channel = scales.size > 1 and bool(np.any(scales != scales[0]))
-    if per_channel and (scales.size != o or int(w_t.shape[q.quantized_dimension]) != o):
+    if per_channel and (scales.size != o or int(w_t.shape[w_t.quantization.quantized_dimension]) != o):
         raise ModelError(f"filter has {scales.size} scales for {o} output channels")
     if groups != 1 and not per_channel:
         raise node.unsupported("grouped hybrid convolution needs per-channel filter scales")
-    lo, hi = float_act_bounds(act)
+    bounds = float_activation_bounds(act)
     if g.empty:
         return _zero_shape(out_shape, np.float32)
     k = g.kh * g.kw * (g.c // groups)
@@ -539,20 +516,15 @@ def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shap
     def run(x, w, b=None):
         wm = wm_const if wm_const is not None else weight_matrix(w, groups, ft)
         x = np.asarray(x, np.float32)
-        n = x.shape[0]
-        xs = np.empty(x.shape, ft)
-        factors = np.empty(n, np.float32)
-        for i in range(n):
-            if per_channel:
-                qb, sf, off = asymmetric_quantize(x[i])
-                xs[i] = qb
-                if off:
-                    xs[i] -= ft(off)
-            else:
+        if per_channel:
+            xs, factors = asymmetric_quantize_batches(x, ft)
+        else:
+            xs = np.empty(x.shape, ft)
+            factors = np.empty(x.shape[0], np.float32)
+            for i in range(x.shape[0]):
                 qb, sf = symmetric_quantize(x[i])
                 xs[i] = qb
-                sf = np.float32(sf * tensor_scale)
-            factors[i] = sf
+                factors[i] = np.float32(sf * tensor_scale)
         acc = grouped_matmul(g.im2col(xs, groups), wm, groups)
         acc = acc.astype(np.float32, copy=False).reshape(out_shape)
         if per_channel:
@@ -560,11 +532,7 @@ def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shap
             out *= factors[:, None, None, None]
         else:
             out = acc * factors[:, None, None, None]
-        bias = b_const if b_const is not None else b
-        if bias is not None:
-            out += bias.reshape(-1).astype(np.float32, copy=False)
-        np.clip(out, lo, hi, out=out)
-        return out
+        return finish_float(out, b_const if b_const is not None else b, bounds)
     return run
 
 
@@ -572,11 +540,7 @@ def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shap
 
 @register("DEPTHWISE_CONV_2D", max_version=7)
 def depthwise_conv_2d(node: NodeContext) -> Kernel:
-    x_t, w_t, b_t = node.input(0), node.input(1), node.input(2)
-    y_t = node.outputs[0]
-    if x_t is None or w_t is None:
-        raise ModelError("DEPTHWISE_CONV_2D needs input and filter tensors")
-    check_rank4(node, x_t, w_t)
+    x_t, w_t, b_t, y_t = _conv_tensors(node)
     one, kh, kw, o = (int(d) for d in w_t.shape)
     c = int(x_t.shape[3])
     if one != 1:
@@ -586,16 +550,11 @@ def depthwise_conv_2d(node: NodeContext) -> Kernel:
     if o % c:
         raise ModelError(f"filter channels {o} are not a multiple of input channels {c}")
     mult = o // c
-    sh, sw = opt(node, "stride_h", 1), opt(node, "stride_w", 1)
-    dh, dw = opt(node, "dilation_h_factor", 1), opt(node, "dilation_w_factor", 1)
-    if min(sh, sw, dh, dw) <= 0:
-        raise ModelError(f"strides ({sh}, {sw}) and dilations ({dh}, {dw}) must be positive")
+    g = Geometry.from_options(node, x_t.shape, kh, kw)
     act = opt(node, "fused_activation_function", 0)
-    g = Geometry.make(x_t.shape, kh, kw, opt(node, "padding", SAME), sh, sw, dh, dw)
     out_shape = (g.n, g.oh, g.ow, o)
+    check_same_type(node, x_t, y_t)
     xt, wt = x_t.type, w_t.type
-    if y_t.type != xt:
-        raise node.unsupported(f"output type {y_t.type_name} differs from input type {x_t.type_name}")
     if xt in (T_INT16,) or (xt == T_FLOAT32 and wt == T_INT8):
         # These LiteRT kernels index channels with the depth_multiplier *option*.
         dm = opt(node, "depth_multiplier", 1)
@@ -605,27 +564,15 @@ def depthwise_conv_2d(node: NodeContext) -> Kernel:
 
     if xt == T_FLOAT32:
         bias_vector(node, b_t, o, (T_FLOAT32,))
+        _check_filter_type(node, x_t, w_t, (T_FLOAT32, T_INT8))
         if wt == T_FLOAT32:
             return _dw_float(node, g, mult, act, out_shape)
-        if wt == T_INT8:
-            return _dw_hybrid(node, g, mult, act, out_shape)
-        raise node.unsupported(f"filter type {w_t.type_name} with FLOAT32 input is not supported")
-    if xt == T_UINT8:
-        if wt != T_UINT8:
-            raise node.unsupported(f"filter type {w_t.type_name} with UINT8 input is not supported")
-        bias_vector(node, b_t, o, (T_INT32,))
-        return _dw_quant(node, g, mult, act, out_shape)
-    if xt == T_INT8:
-        if wt not in (T_INT8, T_INT4):
-            raise node.unsupported(f"filter type {w_t.type_name} with INT8 input is not supported")
-        bias_vector(node, b_t, o, (T_INT32,))
-        return _dw_quant(node, g, mult, act, out_shape)
-    if xt == T_INT16:
-        if wt not in (T_INT8, T_INT4):
-            raise node.unsupported(f"filter type {w_t.type_name} with INT16 input is not supported")
-        bias_vector(node, b_t, o, (T_INT64,))
-        return _dw_quant(node, g, mult, act, out_shape)
-    raise node.unsupported(f"input type {x_t.type_name} is not supported")
+        return _dw_hybrid(node, g, mult, act, out_shape)
+    if xt not in QUANT_FILTER_TYPES:
+        raise node.unsupported(f"input type {x_t.type_name} is not supported")
+    _check_filter_type(node, x_t, w_t, QUANT_FILTER_TYPES[xt])
+    bias_vector(node, b_t, o, (T_INT64,) if xt == T_INT16 else (T_INT32,))
+    return _dw_quant(node, g, mult, act, out_shape)
 
 
 def _dw_taps(g: Geometry, xp: np.ndarray, w: np.ndarray, acc_dtype) -> np.ndarray:
@@ -651,7 +598,7 @@ def _expand(x: np.ndarray, mult: int) -> np.ndarray:
 def _dw_float(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) -> Kernel:
     if g.empty:
         return _zero_shape(out_shape, np.float32)
-    lo, hi = float_act_bounds(act)
+    bounds = float_activation_bounds(act)
     w_const = node.const(1)
     wc = None if w_const is None else np.ascontiguousarray(w_const[0], np.float32)
     b_const = node.const(2)
@@ -660,30 +607,15 @@ def _dw_float(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) ->
         wk = wc if wc is not None else np.asarray(w[0], np.float32)
         xp = g.pad(_expand(np.asarray(x, np.float32), mult))
         out = _dw_taps(g, xp, wk, np.float32)
-        bias = b_const if b_const is not None else b
-        if bias is not None:
-            out += bias.reshape(-1).astype(np.float32, copy=False)
-        np.clip(out, lo, hi, out=out)
-        return out
+        return finish_float(out, b_const if b_const is not None else b, bounds)
     return run
 
 
 def _dw_quant(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) -> Kernel:
     x_t, w_t, b_t, y_t = node.input(0), node.input(1), node.input(2), node.outputs[0]
-    xt = x_t.type
-    o = out_shape[3]
-    legacy = xt == T_UINT8
-    qd = w_t.quantization.quantized_dimension
-    w_scales = filter_scales(node, w_t, o, int(w_t.shape[qd]) if 0 <= qd < 4 else -1,
-                             allow_per_channel=not legacy)
-    in_zp, out_zp = zero_point(x_t), zero_point(y_t)
-    w_zp = zero_point(w_t) if legacy else 0  # int8/int16: LiteRT uses weights_offset = 0
-    wide = xt == T_INT16
-    if wide and (in_zp != 0 or out_zp != 0):
-        raise node.unsupported("INT16 input and output zero points must be 0")
-    m_, s_ = conv_multipliers(x_t, w_scales, y_t, legacy, b_t)
-    qmin, qmax = quant_act_bounds(act, float(f32_scale(y_t)), out_zp, y_t.dtype)
-    req = Requantizer(m_, s_, 0 if wide else out_zp, qmin, qmax, y_t.dtype, wide)
+    wide = x_t.type == T_INT16
+    req, in_zp, out_zp = conv_requantizer(node, x_t, w_t, b_t, y_t, act, out_shape[3], wide)
+    w_zp = zero_point(w_t) if x_t.type == T_UINT8 else 0  # int8/int16: LiteRT uses weights_offset = 0
     if g.empty:
         return _zero_shape(out_shape, y_t.dtype)
     # int32 taps are exact while kh*kw products fit; the int16 path accumulates in int64.
@@ -719,14 +651,11 @@ def _dw_hybrid(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) -
     """Float input, int8 filter: DEPTHWISE_CONV_2D v4/v6 (always per-channel scales)."""
     w_t = node.input(1)
     o = out_shape[3]
-    q = w_t.quantization
-    if not q.is_set:
-        raise ModelError(f"filter '{w_t.name}' needs quantization parameters")
-    scales = np.asarray(q.scale, np.float32)
+    scales = quantized_filter_scales(w_t)
     if scales.size != o:
         # LiteRT indexes the scales by output channel (reads past a single per-tensor scale).
         raise node.unsupported(f"hybrid depthwise needs {o} per-channel filter scales, has {scales.size}")
-    lo, hi = float_act_bounds(act)
+    bounds = float_activation_bounds(act)
     if g.empty:
         return _zero_shape(out_shape, np.float32)
     w_const = node.const(1)
@@ -735,21 +664,9 @@ def _dw_hybrid(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) -
 
     def run(x, w, b=None):
         wk = wc if wc is not None else np.asarray(w[0], np.int32)
-        x = np.asarray(x, np.float32)
-        n = x.shape[0]
-        xs = np.empty(x.shape, np.int32)
-        factors = np.empty(n, np.float32)
-        for i in range(n):
-            qb, sf, off = asymmetric_quantize(x[i])
-            xs[i] = qb
-            xs[i] -= off
-            factors[i] = sf
+        xs, factors = asymmetric_quantize_batches(np.asarray(x, np.float32), np.int32)
         acc = _dw_taps(g, g.pad(_expand(xs, mult)), wk, np.int32)
         out = acc.astype(np.float32)
         out *= scales[None, None, None, :] * factors[:, None, None, None]
-        bias = b_const if b_const is not None else b
-        if bias is not None:
-            out += bias.reshape(-1).astype(np.float32, copy=False)
-        np.clip(out, lo, hi, out=out)
-        return out
+        return finish_float(out, b_const if b_const is not None else b, bounds)
     return run

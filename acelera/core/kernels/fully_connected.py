@@ -27,8 +27,9 @@ import numpy as np
 from acelera.core import quant
 from acelera.core.kernels.common import (
     ACTIVATION_NAMES, NONE, RELU, RELU6, RELU_N1_TO_1, apply_float_activation,
-    float_activation_range, quantized_activation_range)
+    float_activation_range, quantized_activation_range, scale_zp)
 from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.quant import round_half_away, wrap_int32
 
 INT32_MIN = -(1 << 31)
 CLIPPING_ACTIVATIONS = (NONE, RELU, RELU_N1_TO_1, RELU6)
@@ -37,32 +38,12 @@ _TT_FLOAT32, _TT_INT32, _TT_INT64 = 0, 2, 4
 
 
 # --- helpers shared with batch_matmul -----------------------------------------------------
-def round_half_away(x: np.ndarray) -> np.ndarray:
-    """Exact std::round (halves away from zero) for float32/float64 arrays, in their dtype.
-
-    floor(|x| + 0.5) is wrong for the largest float below 0.5 (the addition rounds up to 1);
-    adding the largest float below 0.5 instead is exact for every input: a true half still
-    rounds up (ties-to-even lands on the integer), anything below a half stays below.
-    """
-    half = _BELOW_HALF[x.dtype.type]
-    return np.copysign(np.floor(np.abs(x) + half), x)
-
-
-_BELOW_HALF = {np.float64: np.nextafter(np.float64(0.5), np.float64(0)),
-               np.float32: np.nextafter(np.float32(0.5), np.float32(0))}
-
-
 def double_to_int32(r: np.ndarray) -> np.ndarray:
     """static_cast<int32_t>(double) on x86: out-of-range and NaN give INT32_MIN. Returns int64."""
     bad = ~((r >= -2147483648.0) & (r <= 2147483647.0))
     if bad.any():
         r = np.where(bad, float(INT32_MIN), r)
     return r.astype(np.int64)
-
-
-def wrap_int32(x: np.ndarray) -> np.ndarray:
-    """Two's complement wrap of int64 values to the int32 range (an int32 accumulator)."""
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def quantize_rows(x: np.ndarray, asymmetric: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -322,10 +303,8 @@ def _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows):
         raise node.unsupported("per-channel weights need int8 or int16 activations")
     if w_type == "INT4" and np.any(w_t.quantization.zero_point != 0):
         raise node.unsupported("int4 weights need zero points of 0")
-    in_scale, in_zp = float(x_t.quantization.scale[0]), int(x_t.quantization.zero_point[0])
-    oq = out_t.quantization
-    out_scale = float(oq.scale[0]) if oq.is_set else 0.0
-    out_zp = int(oq.zero_point[0]) if oq.is_set else 0
+    in_scale, in_zp = scale_zp(x_t)
+    out_scale, out_zp = scale_zp(out_t)
     int16_io = in_type == "INT16" and out_type == "INT16"
     if int16_io and (in_zp != 0 or out_zp != 0):
         raise node.unsupported("int16 input and output need zero points of 0")
@@ -348,8 +327,7 @@ def _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows):
     if pcs is None and b_t is not None:
         # GetQuantizedConvolutionMultipler's consistency check of the bias scale.
         product = float(np.float64(np.float32(in_scale)) * np.float64(np.float32(w_scale)))
-        bq = b_t.quantization
-        b_scale = float(bq.scale[0]) if bq.is_set else 0.0
+        b_scale = scale_zp(b_t)[0]
         if out_scale == 0 or abs(product - b_scale) / out_scale > 0.02:
             raise node.unsupported(f"bias scale {b_scale} does not match input_scale * weights_scale "
                                    f"{product}")

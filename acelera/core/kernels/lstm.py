@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.kernels.common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGN_BIT, TANH
 from acelera.core.kernels.registry import NodeContext, register
 
 # Input tensor indices of the full kernel (tflite/kernels/lstm_shared.h).
@@ -32,7 +33,7 @@ PROJ_W, PROJ_B = 16, 17
 OUT_STATE, CELL_STATE = 18, 19
 LN_I, LN_F, LN_C, LN_O = 20, 21, 22, 23
 
-NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT, SIGMOID = range(7)
+SIGMOID = 6  # kTfLiteActSigmoid: a fused activation only the LSTMs take
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.kernels.reshape import (SIZED_TYPES, check_same_type, check_type, copy_block, legacy_qparams,
-                                          same_qparams)
+from acelera.core.kernels.reshape import SIZED_TYPES, copy_block, legacy_qparams, same_qparams
 
 PAD_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL"})
 PADDING_TYPES = ("INT32", "INT64", "INT8", "INT16", "BOOL")

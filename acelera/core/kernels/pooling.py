@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.kernels.common import (
-    NONE, SAME, VALID, float_activation_range, quantized_activation_range)
+    NONE, SAME, VALID, check_same_type, float_activation_range, quantized_activation_range, scale_zp)
 from acelera.core.kernels.registry import NodeContext, register
 
 _TYPES = ("FLOAT32", "UINT8", "INT8", "INT16")
@@ -79,8 +79,7 @@ def _prepare_pool(node: NodeContext, kind: str):
         raise node.unsupported("the input is required")
     if x_t.type_name not in _TYPES:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
-    if out_t.type_name != x_t.type_name:
-        raise node.unsupported(f"output type {out_t.type_name} differs from input type {x_t.type_name}")
+    check_same_type(node, x_t, out_t)
     if len(x_t.shape) != 4:
         raise node.unsupported(f"input must be 4-D (NHWC), got shape {list(x_t.shape)}")
     if padding not in (SAME, VALID):
@@ -94,8 +93,7 @@ def _prepare_pool(node: NodeContext, kind: str):
         lo, hi = float_activation_range(act)
         clamp = np.isfinite(lo) or np.isfinite(hi)
     else:
-        oq = out_t.quantization
-        scale, zp = (float(oq.scale[0]), int(oq.zero_point[0])) if oq.is_set else (0.0, 0)
+        scale, zp = scale_zp(out_t)
         lo, hi = quantized_activation_range(act, scale, zp, dtype) if act != NONE else (
             int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
         info = np.iinfo(dtype)

@@ -14,47 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.kernels.common import domain, lut_apply, scale_zp
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
-from acelera.core.quant import quantize_multiplier
+from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
+from acelera.core.quant import quantize_multiplier, round_half_away, wrap_int32
 
 _INT32_MIN = -(1 << 31)
-
-
-def _wrap32(x: np.ndarray) -> np.ndarray:
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def mbqm(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
-    """MultiplyByQuantizedMultiplier (int32 x held in int64, scalar multiplier >= 0 and shift).
-
-    Bit-identical to acelera.core.quant.multiply_by_quantized_multiplier (double rounding) in
-    fewer numpy passes: for a multiplier >= 0, SaturatingRoundingDoublingHighMul(a, b) equals
-    floor((a*b + 2**30) / 2**31), and RoundingDivideByPOT(y, r) equals
-    floor((y + 2**(r-1) - (y < 0)) / 2**r).
-    """
-    x = np.asarray(x, np.int64)
-    if shift > 0:
-        x = _wrap32(x << shift)
-    y = x * multiplier
-    y += 1 << 30
-    y >>= 31
-    if shift < 0:
-        r = -shift
-        y = (y + ((1 << (r - 1)) - (y < 0))) >> r
-    return np.asarray(y)
-
-
-def _code_view(x: np.ndarray) -> np.ndarray:
-    """The unsigned bit patterns of an 8/16-bit integer array (LUT indices)."""
-    return x.view(np.uint8 if x.dtype.itemsize == 1 else np.uint16)
-
-
-def _all_codes(dtype) -> np.ndarray:
-    """Every value of an 8/16-bit integer type, ordered by bit pattern."""
-    dtype = np.dtype(dtype)
-    u = np.arange(1 << (8 * dtype.itemsize), dtype=np.uint8 if dtype.itemsize == 1 else np.uint16)
-    return u.view(dtype)
 
 
 def _channel_params(t: Tensor, ndim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,26 +33,12 @@ def _channel_params(t: Tensor, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     return (np.asarray(q.scale, np.float32).reshape(shape), np.asarray(zp, np.int64).reshape(shape))
 
 
-def _round_half_away(v: np.ndarray) -> np.ndarray:
-    """Exact std::round (halves away from zero); floor(|v| + 0.5) is wrong for 0.49999997."""
-    t = np.trunc(v)
-    frac = v - t  # exact
-    return t + np.where(np.abs(frac) >= 0.5, np.sign(v), 0).astype(v.dtype)
-
-
-_JUST_BELOW_HALF = np.nextafter(np.float32(0.5), np.float32(0))
-
-
 def affine_quantize(x: np.ndarray, scale, zero_point, dtype) -> np.ndarray:
     """reference_ops::AffineQuantize / PerChannelQuantize on float32 data (scale float32)."""
     info = np.iinfo(dtype)
     with np.errstate(all="ignore"):
         v = np.array(np.divide(np.asarray(x, np.float32), np.asarray(scale, np.float32), dtype=np.float32))
-        # std::round (halves away from zero), exact in float32: trunc(v +- 0.49999997f).
-        r = np.empty_like(v)
-        np.copysign(_JUST_BELOW_HALF, v, out=r)
-        r += v
-        np.trunc(r, out=r)
+        r = np.asarray(round_half_away(v))  # std::round, in float32
         lo, hi = (r.min(), r.max()) if r.size else (0.0, 0.0)
         bad = None if (lo >= -2.0**31 and hi < 2.0**31) else ~((r >= -2.0**31) & (r < 2.0**31))
         # r + zp may round for |r| >= 2**24, but never across the clamp bounds.
@@ -97,7 +49,7 @@ def affine_quantize(x: np.ndarray, scale, zero_point, dtype) -> np.ndarray:
         # static_cast<int32_t> of out-of-range or NaN values gives INT32_MIN on x86; the zero
         # point is then added with int32 wraparound and the sum clamped.
         zp = np.asarray(zero_point, np.int64)
-        fix = np.clip(_wrap32(np.int64(_INT32_MIN) + zp), info.min, info.max).astype(dtype)
+        fix = np.clip(wrap_int32(np.int64(_INT32_MIN) + zp), info.min, info.max).astype(dtype)
         out[bad] = np.broadcast_to(fix, out.shape)[bad]
     return out
 
@@ -148,16 +100,16 @@ def quantize(node: NodeContext):
     info = np.iinfo(dtype)
 
     def requantize(x):
-        v = _wrap32(np.asarray(x, np.int64) - zp_in)
+        v = wrap_int32(np.asarray(x, np.int64) - zp_in)
         q = mbqm(v, mult, shift) + zp_out
         return np.asarray(np.clip(q, info.min, info.max), dtype)
 
     if x.dtype.itemsize > 2:  # int32 input: compute directly
         return requantize
-    table = requantize(_all_codes(x.dtype))  # every input value, by bit pattern
+    table = requantize(domain(x.dtype))  # every input value, by bit pattern
 
     def run_requantize_lut(x):
-        return np.asarray(np.take(table, _code_view(np.asarray(x))))
+        return np.asarray(lut_apply(np.asarray(x), table))
     return run_requantize_lut
 
 
@@ -191,8 +143,7 @@ def dequantize(node: NodeContext):
             return v
         return run_per_channel
 
-    scale = float(q.scale[0]) if q.is_set else 0.0
-    zp = int(q.zero_point[0]) if q.is_set else 0
+    scale, zp = scale_zp(x)
     if x.type_name == "INT16" and zp != 0:
         raise node.unsupported("INT16 input needs zero_point 0")
 

@@ -18,9 +18,10 @@ import math
 
 import numpy as np
 
-from acelera.core.kernels.quantize import mbqm
+from acelera.core.kernels.common import scale_zp
 from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.quant import quantize_multiplier
+from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
+from acelera.core.quant import quantize_multiplier, wrap_int32
 
 # LiteRT's reference SUM kernel (QuantizedMeanOrSum<T, kReference> in reduce.cc) reads the
 # input and writes the output through uint8_t pointers whatever the tensor type. For int8 this
@@ -36,16 +37,12 @@ EMULATE_REF_INT8_SUM = False
 _QUANT_TYPES = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
 
 
-def _wrap32(x: np.ndarray) -> np.ndarray:
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
 def _mbqm64(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
     """MultiplyByQuantizedMultiplier(int64 x, ...) for a scalar multiplier, narrowed to int32
     without saturation (as quant.multiply_by_quantized_multiplier_int64)."""
     reduced = (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
     total = 15 - shift
-    return _wrap32((x * reduced + (1 << (total - 1))) >> total)
+    return wrap_int32((x * reduced + (1 << (total - 1))) >> total)
 
 
 class _Axes:
@@ -142,7 +139,7 @@ def _quantized_mean_or_sum(node: NodeContext, compute_sum: bool):
             x = x.view(np.uint8)
         s = np.asarray(np.sum(x, axis=red, dtype=np.int64)).reshape(out_shape)
         if n * (65536 + abs(zp_in)) >= 1 << 31:  # the int32 sums can wrap
-            s = _wrap32(_wrap32(s) - np.int64(zp_in) * n)
+            s = wrap_int32(wrap_int32(s) - np.int64(zp_in) * n)
         elif zp_in:
             s -= zp_in * n
         m, sh = multiplier(n)
@@ -209,11 +206,7 @@ def _max_min(node: NodeContext, is_max: bool):
                         else (lambda x, red: np.all(x, axis=red)))
     if dtype in _QUANT_TYPES:
         out = node.outputs[0]
-        q_in, q_out = x.quantization, out.quantization
-        s_in = float(q_in.scale[0]) if q_in.is_set else 0.0
-        s_out = float(out.quantization.scale[0]) if q_out.is_set else 0.0
-        z_in = int(q_in.zero_point[0]) if q_in.is_set else 0
-        z_out = int(q_out.zero_point[0]) if q_out.is_set else 0
+        (s_in, z_in), (s_out, z_out) = scale_zp(x), scale_zp(out)
         if np.float32(s_in) != np.float32(s_out) or z_in != z_out:
             raise node.unsupported("input and output quantization must be equal")
         if dtype == np.int16 and z_in != 0:

@@ -11,6 +11,7 @@ from typing import Iterable
 
 import numpy as np
 
+from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
 
@@ -22,17 +23,6 @@ ANY_TYPES = frozenset({"FLOAT32", "FLOAT16", "FLOAT64", "INT8", "UINT8", "INT16"
 # Types LiteRT moves by element size (8/16/32/64 bits): TRANSPOSE, MIRROR_PAD, SLICE, STRIDED_SLICE.
 SIZED_TYPES = frozenset({"FLOAT32", "FLOAT16", "FLOAT64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
                          "UINT32", "INT64", "UINT64", "BOOL"})
-
-
-def check_type(node: NodeContext, t: Tensor, allowed: Iterable[str], what: str = "input") -> None:
-    """UnsupportedOpError unless tensor `t` has one of the `allowed` TFLite types."""
-    if t.type_name not in allowed:
-        raise node.unsupported(f"{what} type {t.type_name} is not supported")
-
-
-def check_same_type(node: NodeContext, a: Tensor, b: Tensor) -> None:
-    if a.type != b.type:
-        raise node.unsupported(f"output type {b.type_name} differs from input type {a.type_name}")
 
 
 def legacy_qparams(t: Tensor) -> tuple[np.float32, int]:

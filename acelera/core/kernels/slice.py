@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.kernels.reshape import SIZED_TYPES, check_same_type, check_type, declared_zeros, is_placeholder
+from acelera.core.kernels.reshape import SIZED_TYPES, declared_zeros, is_placeholder
 
 INT32_MIN = -(1 << 31)
 

@@ -11,7 +11,7 @@ Quantized paths are LiteRT's kReference ones, bit-exact:
 * LOG_SOFTMAX int8/uint8: the fixed-point log_x_for_x_greater_than_or_equal_to_1 path.
 
 The vectorized gemmlowp primitives here (int32 values held in int64 arrays) are reused by
-unary.py (RSQRT).
+unary.py (RSQRT); one_over_one_plus_x_for_x_in_0_1 is binary.py's (DIV's reciprocal).
 """
 from __future__ import annotations
 
@@ -20,11 +20,14 @@ import math
 import numpy as np
 
 from acelera.core.kernels.activations import (F32, INT32_MAX, INT32_MIN, check_same_type, clz32,
-                                              legacy_qparams, lut16, lut16_expand, lut_apply,
-                                              ndarray_kernel, require_per_tensor, wrap32)
+                                              legacy_qparams, lut16, lut16_expand, ndarray_kernel,
+                                              require_per_tensor)
+from acelera.core.kernels.binary import one_over_one_plus_x_for_x_in_0_1
+from acelera.core.kernels.common import lut_apply
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import (multiply_by_quantized_multiplier, quantize_multiplier,
-                                rounding_divide_by_pot, saturating_rounding_doubling_high_mul)
+                                rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
+                                wrap_int32)
 
 srdhm = saturating_rounding_doubling_high_mul
 rdbpot = rounding_divide_by_pot
@@ -60,11 +63,11 @@ def rounding_half_sum(a, b) -> np.ndarray:
 
 
 def _add(a, b):
-    return wrap32(np.asarray(a, np.int64) + b)
+    return wrap_int32(np.asarray(a, np.int64) + b)
 
 
 def _sub(a, b):
-    return wrap32(np.asarray(a, np.int64) - b)
+    return wrap_int32(np.asarray(a, np.int64) - b)
 
 
 def exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:
@@ -101,20 +104,11 @@ def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
     return np.where(a == 0, INT32_MAX, result)
 
 
-def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
-    half_denominator = rounding_half_sum(a, INT32_MAX)
-    x = _add(1515870810, srdhm(half_denominator, -1010580540))
-    for _ in range(3):
-        one_minus = _sub(1 << 29, srdhm(half_denominator, x))
-        x = _add(x, rescale(srdhm(x, one_minus), 4, 2))
-    return rescale(x, 1, 0)
-
-
 def get_reciprocal(x, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
     """GetReciprocal: (Q0.31 reciprocal scale, num_bits_over_unit)."""
     x = np.asarray(x, np.int64)
     headroom_plus_one = clz32(x)
-    shifted = wrap32(((x & 0xFFFFFFFF) << headroom_plus_one) - (1 << 31))
+    shifted = wrap_int32(((x & 0xFFFFFFFF) << headroom_plus_one) - (1 << 31))
     return one_over_one_plus_x_for_x_in_0_1(shifted), x_integer_digits - headroom_plus_one
 
 
@@ -123,10 +117,6 @@ def _srdhm_int(a: int, b: int) -> int:
         return INT32_MAX
     ab = a * b + ((1 << 30) if a * b >= 0 else 1 - (1 << 30))
     return ab >> 31 if ab >= 0 else -((-ab) >> 31)
-
-
-def _w32_int(x: int) -> int:
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def _sat_lshift_int(x: int, e: int) -> int:
@@ -139,14 +129,14 @@ def get_reciprocal_int(x: int, x_integer_digits: int) -> tuple[int, int]:
     1-element array: a softmax over a few rows is dominated by this per-row step)."""
     u = x & 0xFFFFFFFF
     headroom_plus_one = 32 - u.bit_length()
-    a = _w32_int((u << headroom_plus_one) - (1 << 31))
+    a = wrap_int32((u << headroom_plus_one) - (1 << 31))
     s = a + INT32_MAX
     t = s + (1 if s >= 0 else -1)
     half_denominator = t // 2 if t >= 0 else -((-t) // 2)
-    v = _w32_int(1515870810 + _srdhm_int(half_denominator, -1010580540))
+    v = wrap_int32(1515870810 + _srdhm_int(half_denominator, -1010580540))
     for _ in range(3):
-        one_minus = _w32_int((1 << 29) - _srdhm_int(half_denominator, v))
-        v = _w32_int(v + _sat_lshift_int(_srdhm_int(v, one_minus), 2))
+        one_minus = wrap_int32((1 << 29) - _srdhm_int(half_denominator, v))
+        v = wrap_int32(v + _sat_lshift_int(_srdhm_int(v, one_minus), 2))
     return _sat_lshift_int(v, 1), x_integer_digits - headroom_plus_one
 
 
@@ -210,7 +200,7 @@ def _softmax_scaling(node: NodeContext, beta: float, input_scale: float) -> tupl
 def _rescaled_diffs(mult: int, left_shift: int) -> np.ndarray:
     """MultiplyByQuantizedMultiplierGreaterThanOne over every 8-bit difference -255..0."""
     diffs = np.arange(-255, 1, dtype=np.int64)
-    return srdhm(wrap32(diffs * (1 << left_shift)), mult)
+    return srdhm(wrap_int32(diffs * (1 << left_shift)), mult)
 
 
 # --------------------------------------------------------------------------------------
@@ -266,7 +256,7 @@ def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
             return np.empty(a.shape, out_dtype)
         r = _rows(a).astype(np.int64)
         idx = r - r.max(axis=1, keepdims=True) + 255
-        sum_of_exps = wrap32(exp_q12[idx].sum(axis=1, keepdims=True))
+        sum_of_exps = wrap_int32(exp_q12[idx].sum(axis=1, keepdims=True))
         if sum_of_exps.shape[0] <= 16:
             pairs = [get_reciprocal_int(int(v), 12) for v in sum_of_exps[:, 0].tolist()]
             scale = np.array([[p[0]] for p in pairs], np.int64)
@@ -300,13 +290,13 @@ def _softmax_int16(node: NodeContext, x, y, beta: float):
         scaled = multiply_by_quantized_multiplier(diff, mult, shift)
         sym = np.clip(scaled + 32767, -32768, 32767).astype(np.int16)
         e = lut_apply(sym, exp_table).astype(np.int64)
-        sum_of_exps = wrap32(e.sum(axis=1, keepdims=True))
+        sum_of_exps = wrap_int32(e.sum(axis=1, keepdims=True))
         h = clz32(sum_of_exps)
         shifted_sum = ((sum_of_exps << (h - 1)) + (1 << 13)) >> 14
         sym_sum = np.clip(shifted_sum - ((1 << 15) + (1 << 16)), -32768, 32767).astype(np.int16)
         recip = lut_apply(sym_sum, recip_table).astype(np.int64)
         right_shift = 31 - h
-        res = wrap32((e * recip + (np.int64(1) << (right_shift - 1))) >> right_shift)
+        res = wrap_int32((e * recip + (np.int64(1) << (right_shift - 1))) >> right_shift)
         return np.clip(res, 0, 32767).astype(np.int16).reshape(a.shape)
     return run
 
@@ -375,12 +365,12 @@ def log_softmax(node: NodeContext):
         r = _rows(a).astype(np.int64)
         diff = r - r.max(axis=1, keepdims=True)
         idx = diff + 255
-        sum_of_exps = wrap32(exp_q12[idx].sum(axis=1, keepdims=True))
+        sum_of_exps = wrap_int32(exp_q12[idx].sum(axis=1, keepdims=True))
         log_sum = log_x_for_x_greater_than_or_equal_to_1(sum_of_exps, 12, 5)
         rescaled_diff_min = log_sum + INT32_MIN
         adjusted = np.maximum(diff_min - 1,
                               multiply_by_quantized_multiplier(rescaled_diff_min, rev_mult, rev_shift))
-        out = rdbpot(wrap32(rescaled[idx] - log_sum), 31 - 5 - 4) + info.max
+        out = rdbpot(wrap_int32(rescaled[idx] - log_sum), 31 - 5 - 4) + info.max
         out = np.where(diff > adjusted, np.clip(out, info.min, info.max), info.min)
         return out.astype(x.dtype).reshape(a.shape)
     return run

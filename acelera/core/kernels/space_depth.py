@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.executor import KernelError
-from acelera.core.kernels.common import scale_zp
+from acelera.core.kernels.common import check_same_type, scale_zp
 from acelera.core.kernels.registry import NodeContext, register
 
 _FLOAT32, _INT32, _UINT8, _INT64, _INT16, _INT8, _INT4 = 0, 2, 3, 4, 7, 9, 17
@@ -19,27 +19,23 @@ _FLOAT32, _INT32, _UINT8, _INT64, _INT16, _INT8, _INT4 = 0, 2, 3, 4, 7, 9, 17
 _DEPTH_TYPES = {_FLOAT32, _UINT8, _INT8, _INT32, _INT64}
 
 
-def _block_size(node: NodeContext) -> int:
+def _depth_op_block_size(node: NodeContext) -> int:
+    """Shared Prepare checks of DEPTH_TO_SPACE / SPACE_TO_DEPTH; returns the block size."""
+    x_t, out_t = node.input(0), node.outputs[0]
+    if out_t.type not in _DEPTH_TYPES:
+        raise node.unsupported(f"input type {x_t.type_name} is not supported")
+    check_same_type(node, x_t, out_t)
+    if len(x_t.shape) != 4:
+        raise node.unsupported(f"input must have rank 4, got shape {list(x_t.shape)}")
     bs = int(node.options.get("block_size", 0))
     if bs <= 0:
         raise node.unsupported(f"block_size must be positive, got {bs}")
     return bs
 
 
-def _check_depth_op(node: NodeContext) -> None:
-    x_t, out_t = node.input(0), node.outputs[0]
-    if out_t.type not in _DEPTH_TYPES:
-        raise node.unsupported(f"input type {x_t.type_name} is not supported")
-    if x_t.type != out_t.type:
-        raise node.unsupported(f"output type {out_t.type_name} differs from input type {x_t.type_name}")
-    if len(x_t.shape) != 4:
-        raise node.unsupported(f"input must have rank 4, got shape {list(x_t.shape)}")
-
-
 @register("DEPTH_TO_SPACE", max_version=2)
 def depth_to_space(node: NodeContext):
-    _check_depth_op(node)
-    bs = _block_size(node)
+    bs = _depth_op_block_size(node)
 
     def run(x: np.ndarray) -> np.ndarray:
         n, h, w, c = x.shape
@@ -54,8 +50,7 @@ def depth_to_space(node: NodeContext):
 
 @register("SPACE_TO_DEPTH", max_version=2)
 def space_to_depth(node: NodeContext):
-    _check_depth_op(node)
-    bs = _block_size(node)
+    bs = _depth_op_block_size(node)
 
     def run(x: np.ndarray) -> np.ndarray:
         n, h, w, c = x.shape
@@ -74,8 +69,7 @@ def _check_batch_space_op(node: NodeContext, what: str) -> None:
     # LiteRT dispatches on the element size: any 8/16/32/64-bit type (not int4 or strings)
     if x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4, 8) or x_t.type == _INT4:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
-    if x_t.type != out_t.type:
-        raise node.unsupported(f"output type {out_t.type_name} differs from input type {x_t.type_name}")
+    check_same_type(node, x_t, out_t)
     if not 3 <= len(x_t.shape) <= 4:
         raise node.unsupported(f"input must have rank 3 or 4, got shape {list(x_t.shape)}")
     for t, name in ((blk_t, "block_shape"), (pad_t, what)):

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.kernels.reshape import SIZED_TYPES, check_same_type, check_type, declared_zeros, is_placeholder
+from acelera.core.kernels.reshape import SIZED_TYPES, declared_zeros, is_placeholder
 
 MAX_RANK = 8
 

@@ -18,14 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from acelera.core import quant
 from acelera.core.errors import ModelError
-from acelera.core.kernels.common import SAME
-from acelera.core.kernels.conv import (T_FLOAT32, T_INT8, T_INT16, T_INT32, T_INT64, T_UINT8,
-                                       Requantizer, asymmetric_quantize, bias_vector,
-                                       check_rank4, conv_multipliers, exact_dtype,
-                                       filter_scales, float_act_bounds, max_abs_shifted, opt,
-                                       out_size, quant_act_bounds, wrap_int32, zero_point,
-                                       f32_scale)
+from acelera.core.kernels.common import SAME, check_same_type, float_activation_bounds, out_size
+from acelera.core.kernels.conv import (T_FLOAT32, T_INT8, T_INT16, T_INT32, T_UINT8,
+                                       asymmetric_quantize_batches, bias_vector, check_rank4,
+                                       conv_requantizer, exact_dtype, finish_float, int16_wide,
+                                       max_abs_shifted, opt, zero_point)
 from acelera.core.kernels.registry import Kernel, NodeContext, register
 
 
@@ -97,9 +96,8 @@ def transpose_conv(node: NodeContext) -> Kernel:
         raise ModelError(f"strides ({sh}, {sw}) must be in [1, 32767]")
     padding = opt(node, "padding", SAME)
     act = opt(node, "fused_activation_function", 0)
+    check_same_type(node, x_t, y_t)
     xt, wt = x_t.type, w_t.type
-    if y_t.type != xt:
-        raise node.unsupported(f"output type {y_t.type_name} differs from input type {x_t.type_name}")
 
     def geometry(shape) -> TGeometry:
         shape = [int(v) for v in np.asarray(shape).reshape(-1)]
@@ -121,19 +119,18 @@ def transpose_conv(node: NodeContext) -> Kernel:
     if xt == T_FLOAT32:
         bias_vector(node, b_t, o, (T_FLOAT32,))
         if wt == T_FLOAT32:
-            core = _float_core(node)
+            core = _float_core(node, float_activation_bounds(act))
         elif wt == T_INT8:
-            core = _hybrid_core(node)
+            core = _hybrid_core(node, float_activation_bounds(act))
         else:
             raise node.unsupported(f"weights type {w_t.type_name} with FLOAT32 input is not supported")
-        lo, hi = float_act_bounds(act)
     elif xt in (T_UINT8, T_INT8, T_INT16):
         want = T_UINT8 if xt == T_UINT8 else T_INT8
         if wt != want:
             raise node.unsupported(f"weights type {w_t.type_name} with {x_t.type_name} input "
                                    "is not supported")
         if xt == T_INT16:
-            wide = _int16_wide(node, b_t, o)
+            wide = int16_wide(node, b_t, o)
         else:
             bias_vector(node, b_t, o, (T_INT32,))
             wide = False
@@ -150,27 +147,11 @@ def transpose_conv(node: NodeContext) -> Kernel:
             g = geometry(y_t.shape)
         else:
             g = geometry(out_shape)
-        out = core(g, w_, x, b)
-        if xt == T_FLOAT32:
-            np.clip(out, lo, hi, out=out)
-        return out
+        return core(g, w_, x, b)
     return run
 
 
-def _int16_wide(node: NodeContext, b_t, channels: int) -> bool:
-    qbt = opt(node, "quantized_bias_type", T_FLOAT32)
-    if qbt not in (T_FLOAT32, T_INT32, T_INT64):
-        raise node.unsupported(f"quantized_bias_type {qbt} is not supported")
-    if qbt == T_FLOAT32:
-        if b_t is not None and b_t.type == T_INT32:
-            raise node.unsupported("INT16 input with INT32 bias needs quantized_bias_type=INT32")
-        bias_vector(node, b_t, channels, (T_INT64,))
-        return True
-    bias_vector(node, b_t, channels, (qbt,))
-    return qbt == T_INT64
-
-
-def _float_core(node: NodeContext):
+def _float_core(node: NodeContext, bounds: tuple[float, float]):
     w_const, b_const = node.const(1), node.const(3)
     wt_const = None if w_const is None else _weights_t(w_const, np.float32)
 
@@ -178,14 +159,11 @@ def _float_core(node: NodeContext):
         wt = wt_const if wt_const is not None else _weights_t(w, np.float32)
         out = g.scatter(np.asarray(x, np.float32).reshape(-1, wt.shape[0]), wt)
         out = np.ascontiguousarray(out)
-        bias = b_const if b_const is not None else b
-        if bias is not None:
-            out += bias.reshape(-1).astype(np.float32, copy=False)
-        return out
+        return finish_float(out, b_const if b_const is not None else b, bounds)
     return core
 
 
-def _hybrid_core(node: NodeContext):
+def _hybrid_core(node: NodeContext, bounds: tuple[float, float]):
     """Float input, int8 weights (reference_ops::HybridTransposeConv)."""
     w_t = node.input(1)
     q = w_t.quantization
@@ -205,40 +183,19 @@ def _hybrid_core(node: NodeContext):
 
     def core(g: TGeometry, w, x, b):
         wt = wt_const if wt_const is not None else _weights_t(w, ft)
-        x = np.asarray(x, np.float32)
-        xs = np.empty(x.shape, ft)
-        factors = np.empty(x.shape[0], np.float32)
-        for i in range(x.shape[0]):
-            qb, sf, off = asymmetric_quantize(x[i])
-            xs[i] = qb
-            if off:
-                xs[i] -= ft(off)
-            factors[i] = sf
+        xs, factors = asymmetric_quantize_batches(np.asarray(x, np.float32), ft)
         acc = g.scatter(xs.reshape(-1, ci), wt).astype(np.float32)
         out = acc * scales
         out *= factors[:, None, None, None]
-        bias = b_const if b_const is not None else b
-        if bias is not None:
-            out += bias.reshape(-1).astype(np.float32, copy=False)
-        return out
+        return finish_float(out, b_const if b_const is not None else b, bounds)
     return core
 
 
 def _quant_core(node: NodeContext, act: int, wide: bool):
     w_t, x_t, b_t, y_t = node.input(1), node.input(2), node.input(3), node.outputs[0]
-    xt = x_t.type
     o, kh, kw, ci = (int(d) for d in w_t.shape)
-    legacy = xt == T_UINT8
-    qd = w_t.quantization.quantized_dimension
-    w_scales = filter_scales(node, w_t, o, int(w_t.shape[qd]) if 0 <= qd < 4 else -1,
-                             allow_per_channel=not legacy)
-    in_zp, out_zp = zero_point(x_t), zero_point(y_t)
-    w_zp = zero_point(w_t) if legacy else 0  # int8 kernels ignore the weights zero point
-    if xt == T_INT16 and (in_zp != 0 or out_zp != 0):
-        raise node.unsupported("INT16 input and output zero points must be 0")
-    mult, shift = conv_multipliers(x_t, w_scales, y_t, legacy, b_t)
-    qmin, qmax = quant_act_bounds(act, float(f32_scale(y_t)), out_zp, y_t.dtype)
-    req = Requantizer(mult, shift, 0 if xt == T_INT16 else out_zp, qmin, qmax, y_t.dtype, wide)
+    req, in_zp, _ = conv_requantizer(node, x_t, w_t, b_t, y_t, act, o, wide)
+    w_zp = zero_point(w_t) if x_t.type == T_UINT8 else 0  # int8 kernels ignore the weights zero point
     w_const, b_const = node.const(1), node.const(3)
     max_w = (float(np.max(np.abs(w_const.astype(np.int64) - w_zp), initial=0))
              if w_const is not None else float(max_abs_shifted(w_t.dtype, w_zp)))
@@ -258,7 +215,7 @@ def _quant_core(node: NodeContext, act: int, wide: bool):
         if bias is not None:
             acc += bias.reshape(-1).astype(np.int64)
         if not wide:
-            wrap_int32(acc)
+            quant.wrap_int32_inplace(acc)
         return req(acc)
     return core
 

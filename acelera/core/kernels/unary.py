@@ -19,23 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from acelera.core.kernels.activations import (F32, INT32_MAX, check_same_type, clz32, cvt_f2i32,
-                                              domain, legacy_qparams, libm, lut8, lut16,
-                                              lut16_expand, lut_apply, ndarray_kernel,
-                                              require_per_tensor, to_table, wrap32)
+from acelera.core.kernels.activations import (F32, INT32_MAX, clz32, cvt_f2i32, legacy_qparams, libm,
+                                              lut8, lut16, lut16_expand, ndarray_kernel,
+                                              require_per_tensor, to_table, unary_io)
+from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.kernels.softmax import rdbpot, rescale, srdhm
-from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier
-
-
-def _io(node: NodeContext, allowed: tuple):
-    x, y = node.inputs[0], node.outputs[0]
-    if x is None:
-        raise node.unsupported("missing input")
-    check_same_type(node, x, y)
-    if x.dtype not in [np.dtype(d) for d in allowed]:
-        raise node.unsupported(f"input type {x.type_name} is not supported")
-    return x, y
+from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
 
 
 def _float_op(fn):
@@ -45,11 +35,15 @@ def _float_op(fn):
     return run
 
 
-def _int16_quantized(node: NodeContext, x, y) -> None:
-    """elementwise.cc GenericPrepare: quantized int16 needs zero points of 0."""
+def _qparams(node: NodeContext, x, y) -> tuple[float, int, float, int]:
+    """elementwise.cc GenericPrepare of a quantized op: per-tensor parameters, zero points of 0
+    for int16. Returns (input scale, input zero point, output scale, output zero point)."""
     require_per_tensor(node, x, y)
-    if legacy_qparams(x)[1] != 0 or legacy_qparams(y)[1] != 0:
+    in_s, in_zp = legacy_qparams(x)
+    out_s, out_zp = legacy_qparams(y)
+    if x.dtype == np.int16 and (in_zp != 0 or out_zp != 0):
         raise node.unsupported("int16 input and output need zero points of 0")
+    return in_s, in_zp, out_s, out_zp
 
 
 # --- EXP -------------------------------------------------------------------------------
@@ -57,15 +51,14 @@ def _int16_quantized(node: NodeContext, x, y) -> None:
 @register("EXP", max_version=2)
 @ndarray_kernel
 def exp(node: NodeContext):
-    x, y = _io(node, (np.float32, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.int8, np.int16))
     if x.dtype == np.float32:
         return _float_op(np.exp)
+    qp = _qparams(node, x, y)
     if x.dtype == np.int16:
-        _int16_quantized(node, x, y)
-        table = lut16_expand(lut16(*legacy_qparams(x), *legacy_qparams(y), libm("exp")))
+        table = lut16_expand(lut16(*qp, libm("exp")))
     else:
-        require_per_tensor(node, x, y)
-        table = lut8(*legacy_qparams(x), *legacy_qparams(y), np.int8, libm("exp"))
+        table = lut8(*qp, np.int8, libm("exp"))
     return lambda a: lut_apply(a, table)
 
 
@@ -74,15 +67,10 @@ def exp(node: NodeContext):
 @register("LOG", max_version=2)
 @ndarray_kernel
 def log(node: NodeContext):
-    x, y = _io(node, (np.float32, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.int8, np.int16))
     if x.dtype == np.float32:
         return _float_op(np.log)
-    if x.dtype == np.int16:
-        _int16_quantized(node, x, y)
-    else:
-        require_per_tensor(node, x, y)
-    in_s, in_zp = legacy_qparams(x)
-    out_s, out_zp = legacy_qparams(y)
+    in_s, in_zp, out_s, out_zp = _qparams(node, x, y)
     qmin = int(np.iinfo(x.dtype).min)
     output_min = F32(qmin - out_zp) * F32(out_s)
     logf = libm("log")
@@ -103,41 +91,42 @@ def log(node: NodeContext):
 @register("SQRT", max_version=2)
 @ndarray_kernel
 def sqrt(node: NodeContext):
-    x, y = _io(node, (np.float32, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.int8, np.int16))
     if x.dtype == np.float32:
         return _float_op(np.sqrt)
-    if x.dtype == np.int16:
-        _int16_quantized(node, x, y)
-    else:
-        require_per_tensor(node, x, y)
-    in_s, in_zp = legacy_qparams(x)
-    out_s, out_zp = legacy_qparams(y)
+    in_s, in_zp, out_s, out_zp = _qparams(node, x, y)
     with np.errstate(all="ignore"):
         deq = F32(in_s) * (domain(x.dtype) - in_zp).astype(F32)
-        q = wrap32(cvt_f2i32(np.sqrt(deq) / F32(out_s)) + out_zp)
+        q = wrap_int32(cvt_f2i32(np.sqrt(deq) / F32(out_s)) + out_zp)
     table = to_table(q, x.dtype)
     return lambda a: lut_apply(a, table)
 
 
 def _inv_sqrt_multiplier_exp(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """GetInvSqrtQuantizedMultiplierExp(value, kReverseShift=-1) for values < 2**29."""
+    """GetInvSqrtQuantizedMultiplierExp(value, kReverseShift=-1) for int32 values >= 0."""
     value = np.asarray(value, np.int64)
     small = value <= 1
     v = np.where(small, 2, value)
     shift = np.full(v.shape, 11, np.int64)
+    while True:
+        big = v >= (1 << 29)
+        if not big.any():
+            break
+        v = np.where(big, v // 4, v)
+        shift = shift + big
     pairs = (clz32(v) - 1) // 2 - 1
     shift = shift - pairs
-    v = wrap32(v << (2 * pairs))
+    v = wrap_int32(v << (2 * pairs))
     fp_input = v >> 1
     half_input = rdbpot(fp_input, 1)
     half_three = (1 << 28) + (1 << 27)
     xf = np.full(v.shape, 1 << 28, np.int64)
     for _ in range(5):
         x3 = rescale(srdhm(srdhm(xf, xf), xf), 9, 3)
-        xf = rescale(wrap32(srdhm(half_three, xf) - srdhm(half_input, x3)), 6, 3)
+        xf = rescale(wrap_int32(srdhm(half_three, xf) - srdhm(half_input, x3)), 6, 3)
     xf = srdhm(xf, 1518500250)
     neg = shift < 0
-    xf = np.where(neg, wrap32(xf << np.where(neg, -shift, 0)), xf)
+    xf = np.where(neg, wrap_int32(xf << np.where(neg, -shift, 0)), xf)
     shift = np.where(neg, 0, shift)
     return np.where(small, INT32_MAX, xf), np.where(small, 0, -shift)
 
@@ -145,13 +134,11 @@ def _inv_sqrt_multiplier_exp(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 @register("RSQRT", max_version=3)
 @ndarray_kernel
 def rsqrt(node: NodeContext):
-    x, y = _io(node, (np.float32, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.int8, np.int16))
     if x.dtype == np.float32:
         return _float_op(lambda a: F32(1) / np.sqrt(a))
-    in_s, in_zp = legacy_qparams(x)
-    out_s, out_zp = legacy_qparams(y)
+    in_s, in_zp, out_s, out_zp = _qparams(node, x, y)
     if x.dtype == np.int16:
-        _int16_quantized(node, x, y)
         limit = F32(32767) * F32(out_s)
         sqrtf = libm("sqrt")
 
@@ -160,7 +147,6 @@ def rsqrt(node: NodeContext):
             return np.where(v <= 0, limit, F32(1) / sqrtf(np.where(v <= 0, F32(1), v)))
         table = lut16_expand(lut16(in_s, in_zp, out_s, out_zp, transform))
         return lambda a: lut_apply(a, table)
-    require_per_tensor(node, x, y)
     with np.errstate(all="ignore"):
         real = 1.0 / float(F32(np.sqrt(F32(in_s))) * F32(out_s))
     mult, shift = quantize_multiplier(real)
@@ -178,17 +164,12 @@ def rsqrt(node: NodeContext):
 @register("ABS", max_version=5)
 @ndarray_kernel
 def abs_(node: NodeContext):
-    x, y = _io(node, (np.float32, np.int8, np.int16, np.int32))
+    x, y = unary_io(node, (np.float32, np.int8, np.int16, np.int32))
     if x.dtype in (np.float32, np.int32):
         return np.abs
     if x.dtype == np.int16 and not x.quantization.is_set:
         return np.abs  # int16 abs(-32768) wraps to -32768, like LiteRT's static_cast
-    if x.dtype == np.int16:
-        _int16_quantized(node, x, y)
-    else:
-        require_per_tensor(node, x, y)
-    in_s, in_zp = legacy_qparams(x)
-    out_s, out_zp = legacy_qparams(y)
+    in_s, in_zp, out_s, out_zp = _qparams(node, x, y)
     value = np.abs(domain(x.dtype) - in_zp)
     if F32(in_s) != F32(out_s):
         with np.errstate(all="ignore"):
@@ -201,14 +182,14 @@ def abs_(node: NodeContext):
 @register("NEG", max_version=1)
 @ndarray_kernel
 def neg(node: NodeContext):
-    _io(node, (np.float32, np.int8, np.int16, np.int32, np.int64))
+    unary_io(node, (np.float32, np.int8, np.int16, np.int32, np.int64))
     return np.negative
 
 
 @register("SQUARE", max_version=1)
 @ndarray_kernel
 def square(node: NodeContext):
-    _io(node, (np.float32,))
+    unary_io(node, (np.float32,))
     return _float_op(np.square)
 
 
@@ -217,26 +198,26 @@ def square(node: NodeContext):
 @register("FLOOR", max_version=1)
 @ndarray_kernel
 def floor(node: NodeContext):
-    _io(node, (np.float32,))
+    unary_io(node, (np.float32,))
     return np.floor
 
 
 @register("CEIL", max_version=1)
 @ndarray_kernel
 def ceil(node: NodeContext):
-    _io(node, (np.float32,))
+    unary_io(node, (np.float32,))
     return np.ceil
 
 
 @register("SIN", max_version=1)
 @ndarray_kernel
 def sin(node: NodeContext):
-    _io(node, (np.float32,))
+    unary_io(node, (np.float32,))
     return _float_op(np.sin)
 
 
 @register("COS", max_version=1)
 @ndarray_kernel
 def cos(node: NodeContext):
-    _io(node, (np.float32,))
+    unary_io(node, (np.float32,))
     return _float_op(np.cos)
