@@ -199,3 +199,11 @@ def test_conformance_command(capsys, tmp_path):
     cert = json.loads((tmp_path / "hexagon" / "certificate.json").read_text())
     assert cert["verdict"] == "PASS" and cert["backend"] == "emulated"
     assert (tmp_path / "hexagon" / "junit.xml").read_text().startswith("<?xml")
+
+
+def test_eval_commands_are_wired(capsys, tmp_path):
+    code, _, err = run_main(capsys, "eval", "image-classification", f"--model_file={tmp_path / 'm.tflite'}")
+    assert code == 1 and err.startswith("error: ")
+    from typer.testing import CliRunner
+    res = CliRunner().invoke(build_app(get_registry()), ["eval", "object-detection", "--help"], terminal_width=200)
+    assert res.exit_code == 0 and "--ground_truth_json" in res.output and "--use_nnapi" in res.output

@@ -103,6 +103,28 @@ def build_app(registry: Registry) -> typer.Typer:
                 "(--model_file=MODEL --delegate=NAME).")(
         make_command("inference-diff", "", inference_diff, diff_fs.flags.values(), [CONFIG]))
 
+    from acelera.evaluation import EVAL_IC_FLAGS, EVAL_OD_FLAGS
+
+    evaluate = typer.Typer(help="Task-based evaluation like TFLite's evaluation tools, with any delegate.",
+                           no_args_is_help=True)
+    for cmd, table, runner, text in (
+            ("image-classification", EVAL_IC_FLAGS, "run_image_classification",
+             "Top-1..10 accuracy on labelled images (TFLite's imagenet_image_classification)."),
+            ("object-detection", EVAL_OD_FLAGS, "run_object_detection",
+             "COCO mAP of an SSD-style detector (TFLite's coco_object_detection).")):
+        own = [Flag(n, t, d, h, f"eval {cmd}", cmd) for n, t, d, h in table]
+        fs = tool_flagset(registry, own)
+        for f in own:
+            normalizer.flags.setdefault(f.name, f)
+
+        def evaluate_cmd(ctx, raw, config, _fs=fs, _runner=runner):
+            import acelera.evaluation as ev
+
+            return getattr(ev, _runner)(registry, resolve(ctx, raw, _fs, config))
+
+        evaluate.command(cmd, help=text)(make_command(cmd, "", evaluate_cmd, fs.flags.values(), [CONFIG]))
+    app.add_typer(evaluate, name="eval")
+
     @app.command("conformance", help="Certify delegates against the CPU reference (op, negative, model and "
                  "behaviour cases); writes certificate.json, junit.xml and summaries.")
     def conformance(
