@@ -1,0 +1,343 @@
+"""The partition compiler: a Partition -> a Plan of device buffers and kernel launches.
+
+Every tensor of the partition gets one device buffer in PHWC4 layout (layout.py), except
+where storage can be shared: a reshape that leaves storage unchanged aliases its input, and
+an elementwise activation op whose input has no other use is fused into the kernel that
+produces that input (its buffer is reused). Constants (weights, biases, operands) are packed
+once here, dequantized to float for quantized models (the float view TFLite's GPU delegate
+runs quantized models in): each quantized tensor the partition produces is passed through a
+quantization simulator in its producer's epilogue, and the partition's int8/uint8 inputs and
+outputs are (de)quantized on the host at invoke.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Callable
+
+import numpy as np
+
+from acelera.core.delegate import Partition
+from acelera.core.kernels.registry import NodeContext
+from acelera.core.model import Tensor
+from acelera.plugins.gpu_opencl import source as S
+from acelera.plugins.gpu_opencl.layout import Layout
+from acelera.plugins.gpu_opencl.plan import Buffer, Launch, Plan, Port
+
+FLT_MAX = float(np.finfo(np.float32).max)
+QUANT_TYPES = {"INT8": (-128, 127), "UINT8": (0, 255)}
+#: fused_activation_function -> (unary code, lo, hi)
+FUSED = {0: None, 1: (S.U_CLAMP, 0.0, np.inf), 2: (S.U_CLAMP, -1.0, 1.0), 3: (S.U_CLAMP, 0.0, 6.0),
+         4: (S.U_TANH, 0.0, 0.0)}
+#: kernels whose output store runs the epilogue, so a following activation can fuse into them
+FUSABLE = ("conv2d", "depthwise", "fully_connected", "transpose_conv", "binary", "pool", "unary", "resize")
+
+
+class CompileError(Exception):
+    """The partition uses something this backend cannot run (prepare fails, CPU fallback)."""
+
+
+def f2i(v: float) -> int:
+    return int(np.array([v], np.float32).view(np.int32)[0])
+
+
+Handler = Callable[["Compiler", NodeContext], None]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*ops: str):
+    def deco(fn: Handler) -> Handler:
+        for op in ops:
+            HANDLERS[op] = fn
+        return fn
+    return deco
+
+
+class Compiler:
+    def __init__(self, partition: Partition, half: bool):
+        self.part = partition
+        self.half = half
+        self.sdtype = np.float16 if half else np.float32
+        self.plan = Plan(half)
+        self.tbuf: dict[int, str] = {}  # tensor -> buffer name
+        self.tlayout: dict[int, Layout] = {}
+        self.ttensor: dict[int, Tensor] = {}
+        self.const_bufs: dict[int, str] = {}
+        self.writer: dict[str, int] = {}  # buffer -> index of the launch that last wrote it
+        self.uses: dict[int, int] = {}
+        self.extra_ports: list[Port] = []
+        self._n = 0
+        outs = set(partition.outputs)
+        self.boundary_out = outs
+        for n in partition.nodes:
+            for t in partition.contexts[n].op.inputs:
+                if t >= 0:
+                    self.uses[t] = self.uses.get(t, 0) + 1
+
+    # --- tensors and buffers -------------------------------------------------------------
+    def name(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def add_buffer(self, nbytes: int, data: np.ndarray | None = None, prefix: str = "k") -> str:
+        name = self.name(prefix)
+        self.plan.buffers[name] = Buffer(name, max(int(nbytes), 16), data)
+        return name
+
+    def is_const(self, t: Tensor) -> bool:
+        return t.index in self.part.constants or t.data is not None
+
+    def value(self, t: Tensor, as_float: bool = True) -> np.ndarray:
+        """A constant's value; quantized integers dequantized (per channel where so)."""
+        v = self.part.constants.get(t.index)
+        if v is None:
+            v = t.data
+        if v is None:
+            raise CompileError(f"tensor '{t.name}' must be constant")
+        v = np.asarray(v)
+        if not as_float:
+            return v
+        q = t.quantization
+        if q.is_set and np.issubdtype(v.dtype, np.integer):
+            scale = np.asarray(q.scale, np.float64)
+            zp = np.asarray(q.zero_point, np.float64)
+            if scale.size > 1:
+                shape = [1] * v.ndim
+                shape[q.quantized_dimension] = -1
+                scale, zp = scale.reshape(shape), zp.reshape(shape)
+            return ((v.astype(np.float64) - zp) * scale).astype(np.float32)
+        return v.astype(np.float32)
+
+    def layout(self, t: Tensor) -> Layout:
+        return Layout(tuple(int(d) for d in t.shape))
+
+    def input(self, t: Tensor) -> str:
+        """The buffer holding tensor t (a constant is packed and uploaded once)."""
+        if t.index in self.tbuf:
+            return self.tbuf[t.index]
+        if self.is_const(t):
+            if t.index not in self.const_bufs:
+                lay = self.layout(t)
+                data = lay.pack(self.value(t), self.sdtype)
+                self.const_bufs[t.index] = self.add_buffer(data.nbytes, data)
+                self.tlayout[t.index] = lay
+            return self.const_bufs[t.index]
+        raise CompileError(f"tensor {t.index} ('{t.name}') is used before it is produced")
+
+    def output(self, t: Tensor, data: np.ndarray | None = None) -> str:
+        """A fresh buffer for tensor t, produced by the node being compiled."""
+        lay = self.layout(t)
+        name = self.add_buffer(lay.size * np.dtype(self.sdtype).itemsize, data, prefix="t")
+        self.tbuf[t.index] = name
+        self.tlayout[t.index] = lay
+        self.ttensor[t.index] = t
+        return name
+
+    def alias(self, out: Tensor, src: Tensor) -> None:
+        self.tbuf[out.index] = self.input(src)
+        self.tlayout[out.index] = self.layout(out)
+        self.ttensor[out.index] = out
+
+    def packed(self, t: Tensor, packer: str, arg: int) -> str:
+        """Weights in a kernel's packed order: packed now if constant, else on the host at every
+        invoke (a runtime weights input of the partition)."""
+        from acelera.plugins.gpu_opencl.ops_conv import PACKERS
+
+        if self.is_const(t):
+            data = self.storage(PACKERS[packer](self.value(t), arg))
+            return self.add_buffer(data.nbytes, data)
+        if t.index not in self.part.inputs:
+            raise CompileError(f"weights '{t.name}' are computed inside the partition")
+        size = PACKERS[packer](np.zeros(t.shape, np.float32), arg).size
+        name = self.add_buffer(size * np.dtype(self.sdtype).itemsize)
+        p = port(t, name)
+        p.index, p.pack, p.pack_arg = self.part.inputs.index(t.index), packer, arg
+        q = t.quantization
+        if q.is_set and q.per_channel:
+            p.channel_quant = ([float(v) for v in q.scale], [int(v) for v in q.zero_point], int(q.quantized_dimension))
+        self.extra_ports.append(p)
+        return name
+
+    def temp(self, lay: Layout) -> str:
+        return self.add_buffer(lay.size * np.dtype(self.sdtype).itemsize, prefix="x")
+
+    def storage(self, values: np.ndarray) -> np.ndarray:
+        return np.asarray(values, np.float32).astype(self.sdtype)
+
+    def table(self, values: np.ndarray) -> str:
+        """An int32 (or float32 bits) table buffer."""
+        data = np.ascontiguousarray(values).view(np.int32).reshape(-1)
+        return self.add_buffer(data.nbytes, data)
+
+    # --- launches -----------------------------------------------------------------------
+    def params(self, n: int, out_layout: Layout, out: Tensor | None, geometry=(), act=None) -> np.ndarray:
+        """The parameter block: epilogue (fused activation, quantization simulator), slice mask,
+        work-item count, then the geometry."""
+        p = np.zeros(S.P_GEOM + len(geometry), np.int32)
+        p[S.P_ACT1] = p[S.P_ACT2] = S.U_NONE
+        if act is not None:
+            code, lo, hi = act
+            p[S.P_ACT1], p[S.P_LO1], p[S.P_HI1] = code, f2i(lo), f2i(hi)
+        q = quant_params(out)
+        if q is not None:
+            scale, zp, qmin, qmax = q
+            p[S.P_QS], p[S.P_QZ], p[S.P_QMIN], p[S.P_QMAX] = f2i(scale), f2i(zp), f2i(qmin), f2i(qmax)
+        p[S.P_OS] = out_layout.S
+        p[S.P_OREM] = out_layout.C - 4 * (out_layout.S - 1)
+        p[S.P_N] = n
+        for i, g in enumerate(geometry):
+            p[S.P_GEOM + i] = f2i(g) if isinstance(g, float) else int(g)
+        return p
+
+    def launch(self, kernel: str, n: int, a, b, c, dst: str, params: np.ndarray, node: int) -> Launch:
+        if n <= 0:
+            return None
+        if a is None:
+            a = dst  # unused inputs still need a valid buffer
+        l = Launch(kernel, int(n), (a, b or a, c or a, dst), params, node)
+        self.plan.launches.append(l)
+        self.writer[dst] = len(self.plan.launches) - 1
+        return l
+
+    def fuse_activation(self, x: Tensor, y: Tensor, act: tuple) -> bool:
+        """Fold an activation op (x -> y) into the kernel that produced x, if x has no other use."""
+        if x.index in self.boundary_out or self.uses.get(x.index, 0) != 1 or x.index not in self.ttensor:
+            return False
+        if quant_params(x) is not None or tuple(x.shape) != tuple(y.shape):
+            return False
+        buf = self.tbuf[x.index]
+        li = self.writer.get(buf)
+        if li is None:
+            return False
+        l = self.plan.launches[li]
+        if not l.kernel.startswith(FUSABLE) or l.args[3] != buf:
+            return False
+        p = l.params
+        slot = S.P_ACT1 if p[S.P_ACT1] == S.U_NONE else S.P_ACT2 if p[S.P_ACT2] == S.U_NONE else None
+        if slot is None:
+            return False
+        code, lo, hi = act
+        p[slot], p[slot + 1], p[slot + 2] = code, f2i(lo), f2i(hi)
+        q = quant_params(y)
+        if q is not None:
+            scale, zp, qmin, qmax = q
+            p[S.P_QS], p[S.P_QZ], p[S.P_QMIN], p[S.P_QMAX] = f2i(scale), f2i(zp), f2i(qmin), f2i(qmax)
+        self.tbuf[y.index] = buf
+        self.tlayout[y.index] = self.layout(y)
+        self.ttensor[y.index] = y
+        return True
+
+    # --- the whole partition ---------------------------------------------------------------
+    def compile(self) -> Plan:
+        part = self.part
+        for t in part.inputs:
+            if t in part.constants:
+                continue
+            ctx_t = self._tensor(t)
+            self.output(ctx_t)
+        for n in self._order():
+            ctx = part.contexts[n]
+            handler = HANDLERS.get(ctx.op.name)
+            if handler is None:
+                raise CompileError(f"{ctx.op.name} has no OpenCL kernel")
+            handler(self, ctx)
+        plan = self.plan
+        for i, t in enumerate(part.inputs):
+            tt = self._tensor(t)
+            buf = None if t in part.constants else self.tbuf[t]
+            p = port(tt, buf)
+            p.index = i
+            plan.inputs.append(p)
+        plan.inputs.extend(self.extra_ports)
+        for t in part.outputs:
+            if t not in self.tbuf:
+                raise CompileError(f"partition output {t} is not produced")
+            plan.outputs.append(port(self.ttensor.get(t) or self._tensor(t), self.tbuf[t]))
+        if self.half:
+            self._float_outputs()
+        used = {a for l in plan.launches for a in l.args} | {p.buffer for p in plan.outputs}
+        for p in plan.inputs:
+            if p.buffer is not None and p.buffer not in used:
+                p.buffer = None  # e.g. runtime weights, uploaded packed instead
+        return plan
+
+    def _float_outputs(self) -> None:
+        """Keep partition outputs in float32 where only their producer touches the buffer:
+        rounding a result to half on its way out would only add error."""
+        plan = self.plan
+        writers: dict[str, list] = {}
+        read: set[str] = set()
+        for l in plan.launches:
+            writers.setdefault(l.args[3], []).append(l)
+            read.update(a for a in l.args[:3] if a != l.args[3])
+        inputs = {self.tbuf.get(t) for t in self.part.inputs}
+        outs = [p.buffer for p in plan.outputs]
+        for p in plan.outputs:
+            b = p.buffer
+            ls = writers.get(b, [])
+            if not ls or b in read or b in inputs or outs.count(b) != 1 or plan.buffers[b].data is not None:
+                continue
+            for l in ls:
+                l.params[S.P_F32OUT] = 1
+            plan.buffers[b].nbytes = max(plan.buffers[b].nbytes * 2, 16)
+            p.float_storage = True
+
+    def _tensor(self, t: int) -> Tensor:
+        for n in self.part.nodes:
+            ctx = self.part.contexts[n]
+            for x in tuple(ctx.inputs) + tuple(ctx.outputs):
+                if x is not None and x.index == t:
+                    return x
+        raise CompileError(f"tensor {t} is not used by the partition")
+
+    def _order(self) -> list[int]:
+        """The partition's nodes in dependency order (index order where free)."""
+        part = self.part
+        producer = {t: n for n in part.nodes for t in part.contexts[n].op.outputs}
+        done, order = set(), []
+        pending = list(part.nodes)
+        while pending:
+            progressed = False
+            for n in list(pending):
+                deps = [producer[t] for t in part.contexts[n].op.inputs if t in producer and producer[t] != n]
+                if all(d in done for d in deps):
+                    order.append(n)
+                    done.add(n)
+                    pending.remove(n)
+                    progressed = True
+            if not progressed:
+                raise CompileError("the partition has a cycle")
+        return order
+
+
+def quant_params(t: Tensor | None):
+    """(scale, zero point, qmin, qmax) of a quantized int8/uint8 activation tensor, else None."""
+    if t is None or t.type_name not in QUANT_TYPES or not t.quantization.is_set:
+        return None
+    qmin, qmax = QUANT_TYPES[t.type_name]
+    return float(t.quantization.scale[0]), float(t.quantization.zero_point[0]), float(qmin), float(qmax)
+
+
+def port(t: Tensor, buf: str | None) -> Port:
+    q = quant_params(t)
+    scale, zp = (q[0], int(q[1])) if q else (0.0, 0)
+    return Port(t.index, buf, tuple(int(d) for d in t.shape), t.type_name, scale, zp)
+
+
+def fused(ctx: NodeContext):
+    act = int(ctx.options.get("fused_activation_function", 0) or 0)
+    if act not in FUSED:
+        raise CompileError(f"fused activation {act} is not supported")
+    return FUSED[act]
+
+
+def custom_ints(ctx: NodeContext, n: int) -> tuple[int, ...]:
+    raw = bytes(ctx.op.custom_options)
+    if len(raw) < 4 * n:
+        raise CompileError(f"{ctx.op.name}: custom options too short")
+    return struct.unpack_from(f"<{n}i", raw)
+
+
+def compile_partition(partition: Partition, half: bool) -> Plan:
+    from acelera.plugins.gpu_opencl import ops_conv, ops_elementwise, ops_layout  # noqa: F401  (register)
+
+    return Compiler(partition, half).compile()

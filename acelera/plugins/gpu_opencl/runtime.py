@@ -1,0 +1,137 @@
+"""Running a Plan: the OpenCL program, device buffers, preset kernel launches, and invoke.
+
+One program (source.py) serves every partition; it is built once per process, device and
+storage precision (or loaded from a cached binary). Each launch gets its own kernel object
+with its arguments set once at prepare, so invoke is: one upload per runtime input, the
+launches in order on an in-order queue, one download per output.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.delegate import DelegateKernel, Partition
+from acelera.core.quant import round_half_away
+from acelera.plugins.gpu_opencl.device import Device
+from acelera.plugins.gpu_opencl.layout import Layout
+from acelera.plugins.gpu_opencl.plan import Plan, Port
+from acelera.plugins.gpu_opencl.source import build_options, program_source
+
+LOCAL_SIZE = 64
+
+
+def build_program(dev: Device, half: bool, binary: bytes | None = None):
+    """(program, how): the shared program of this process ("memo"), else loaded from `binary`
+    ("binary"), else compiled from source ("source", also when a given binary fails to load)."""
+    cl = dev.cl
+    key = ("program", half)
+    with dev.lock:
+        prg = dev.programs.get(key)
+        if prg is not None:
+            return prg, "memo"
+        opts = build_options(half)
+        how = "source"
+        if binary:
+            try:
+                prg = cl.Program(dev.context, [dev.device], [binary]).build(options=opts)
+                how = "binary"
+            except Exception:
+                prg = None
+        if prg is None:
+            prg = cl.Program(dev.context, program_source()).build(options=opts)
+        dev.programs[key] = prg
+        return prg, how
+
+
+def program_binary(prg) -> bytes:
+    import pyopencl as cl
+
+    return bytes(prg.get_info(cl.program_info.BINARIES)[0])
+
+
+class OpenCLKernel(DelegateKernel):
+    """A prepared partition on one OpenCL device."""
+
+    def __init__(self, partition: Partition, plan: Plan, dev: Device, program):
+        super().__init__(partition)
+        self.plan = plan
+        self.dev = dev
+        cl = dev.cl
+        ctx = dev.context
+        mf = cl.mem_flags
+        self.sdtype = np.float16 if plan.half else np.float32
+        self.buffers = {}
+        for b in plan.buffers.values():
+            if b.data is not None:
+                data = np.ascontiguousarray(b.data)
+                if data.nbytes < b.nbytes:
+                    data = np.concatenate([data.view(np.uint8).reshape(-1), np.zeros(b.nbytes - data.nbytes, np.uint8)])
+                self.buffers[b.name] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=data)
+            else:
+                buf = cl.Buffer(ctx, mf.READ_WRITE, b.nbytes)
+                cl.enqueue_fill_buffer(dev.queue, buf, np.zeros(1, np.uint8), 0, b.nbytes)
+                self.buffers[b.name] = buf
+        self.launches = []
+        limit = min(LOCAL_SIZE, dev.max_work_group())
+        for l in plan.launches:
+            k = cl.Kernel(program, l.kernel)
+            pbuf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(l.params, np.int32))
+            k.set_args(*[self.buffers[a] for a in l.args], pbuf)
+            local = limit
+            try:
+                local = min(local, int(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev.device)))
+            except Exception:
+                pass
+            glob = -(-l.n // local) * local
+            self.launches.append((k, (glob,), (local,), pbuf))
+        self.in_ports = [(p.index, p, Layout(p.shape)) for p in plan.inputs if p.buffer is not None]
+        self.out_ports = [(p, Layout(p.shape)) for p in plan.outputs]
+        self.out_host = [np.empty(lay.size, np.float32 if p.float_storage else self.sdtype)
+                         for p, lay in self.out_ports]
+        dev.queue.finish()
+
+    def _to_device(self, port: Port, lay: Layout, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        if port.channel_quant:
+            scales, zps, axis = port.channel_quant
+            shape = [1] * x.ndim
+            shape[axis] = -1
+            x = ((x.astype(np.float64) - np.reshape(zps, shape)) * np.reshape(scales, shape)).astype(np.float32)
+        elif port.scale:
+            x = (x.astype(np.float32) - np.float32(port.zero_point)) * np.float32(port.scale)
+        if port.pack:
+            from acelera.plugins.gpu_opencl.ops_conv import PACKERS
+
+            return PACKERS[port.pack](x.astype(np.float32), port.pack_arg).astype(self.sdtype)
+        return lay.pack(x, self.sdtype)
+
+    def _from_device(self, port: Port, lay: Layout, flat: np.ndarray) -> np.ndarray:
+        v = lay.unpack(flat, np.float32)
+        dtype = np.dtype({"FLOAT32": np.float32, "FLOAT16": np.float16, "INT8": np.int8,
+                          "UINT8": np.uint8}[port.dtype])
+        if port.scale:
+            info = np.iinfo(dtype)
+            q = round_half_away(v / np.float32(port.scale)) + port.zero_point
+            return np.clip(q, info.min, info.max).astype(dtype)
+        return v.astype(dtype, copy=False)
+
+    def invoke(self, *inputs: np.ndarray):
+        cl = self.dev.cl
+        q = self.dev.queue
+        with self.dev.lock:
+            keep = []
+            for i, port, lay in self.in_ports:
+                host = self._to_device(port, lay, inputs[i])
+                keep.append(host)
+                cl.enqueue_copy(q, self.buffers[port.buffer], host, is_blocking=False)
+            for k, glob, local, _ in self.launches:
+                cl.enqueue_nd_range_kernel(q, k, glob, local)
+            outs = []
+            for (port, lay), host in zip(self.out_ports, self.out_host):
+                cl.enqueue_copy(q, host, self.buffers[port.buffer], is_blocking=True)
+                outs.append(self._from_device(port, lay, host))
+        return tuple(outs)
+
+    def release(self) -> None:
+        for b in self.buffers.values():
+            b.release()
+        self.buffers = {}
