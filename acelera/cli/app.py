@@ -138,6 +138,7 @@ def build_app(registry: Registry) -> typer.Typer:
     ):
         from acelera.conformance.suite import run as run_suite
 
+        quiet_delegate_logs()
         raise typer.Exit(run_suite(registry, delegate or [], all_=all_, models_dir=models, shard=shard, seed=seed,
                                    report_dir=report, tolerances_file=tolerances))
 
@@ -201,6 +202,7 @@ def build_app(registry: Registry) -> typer.Typer:
     def demo():
         from acelera.demo import main as demo_main
 
+        quiet_delegate_logs()
         raise typer.Exit(demo_main(registry))
 
     @app.command("version", help="Print acelera's version.")
@@ -226,11 +228,33 @@ def delegate_rows(registry: Registry) -> list[dict[str, Any]]:
     return rows
 
 
+def _tool_logging() -> None:
+    """Delegates log what they take and refuse on the `acelera` logger; tools show it, TFLite-style."""
+    import logging
+
+    logger = logging.getLogger("acelera")
+    if not any(getattr(h, "_acelera", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        handler._acelera = True
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def quiet_delegate_logs() -> None:
+    """For tools that prepare thousands of partitions (conformance): only warnings."""
+    import logging
+
+    logging.getLogger("acelera").setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None, registry: Registry | None = None) -> int:
     """Entry point of the `acelera` command: one-line errors, exit codes, `--debug` tracebacks."""
     from acelera.registrar.registry import get_registry
 
     args = list(sys.argv[1:] if argv is None else argv)
+    _tool_logging()
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     try:

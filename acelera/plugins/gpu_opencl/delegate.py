@@ -72,7 +72,7 @@ class GpuOpenCLDelegate(Delegate):
         self._logged = True
         msg = unsupported_message([r for r in self._round.values() if r], n_gpu, len(self._round))
         if msg:
-            log.warning(msg)
+            log.info(msg)
 
     # --- prepare ---------------------------------------------------------------------------
     def prepare(self, partition: Partition) -> OpenCLKernel:
