@@ -1,0 +1,132 @@
+"""The headless GL context of gpu-gl, and the one thread that may use it.
+
+A GL context is current on the thread that made it. gpu-gl makes one context per process on
+a dedicated worker thread ("acelera-gl") and runs every GL call there: `GLDevice.call(fn)`
+runs `fn` on that thread (directly when already on it) and waits for its result, so a kernel
+prepared on one thread can be invoked from any other. Calls are serialized; a call that does
+not finish within `CALL_TIMEOUT_S` raises `GLError` rather than hanging.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import threading
+
+from acelera.core.delegate import Support
+from acelera.core.errors import AceleraError
+from acelera.plugins.gpu_gl.shaders import VERSION_DESKTOP, VERSION_ES, shader_source
+
+CALL_TIMEOUT_S = 300.0
+
+
+class GLError(AceleraError):
+    """The GL context cannot be made or used."""
+
+
+class GLDevice:
+    def __init__(self):
+        self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="acelera-gl")
+        self._thread: threading.Thread | None = None
+        self.ctx = None
+        self.version_line = VERSION_ES
+        self.programs: dict = {}
+        self.label = ""
+        self.call(self._open)
+
+    def _open(self) -> None:
+        import moderngl
+
+        self._thread = threading.current_thread()
+        self.ctx = moderngl.create_standalone_context(backend="egl", require=430)
+        info = self.ctx.info
+        self.label = f"{info.get('GL_RENDERER', '?')}, {info.get('GL_VERSION', '?')}"
+        try:
+            self.ctx.compute_shader(shader_source("unary", True, VERSION_ES))
+        except Exception:
+            # a desktop driver without ES 3.1 shading language: same bodies, desktop version line
+            self.version_line = VERSION_DESKTOP
+
+    def call(self, fn, *args, **kw):
+        if threading.current_thread() is self._thread:
+            return fn(*args, **kw)
+        fut = self._pool.submit(fn, *args, **kw)
+        try:
+            return fut.result(timeout=CALL_TIMEOUT_S)
+        except cf.TimeoutError:
+            raise GLError(f"gpu-gl: a GL call did not finish within {CALL_TIMEOUT_S:.0f} s") from None
+
+    def identity(self) -> dict:
+        info = self.ctx.info
+        return {k: str(info.get(k, "")) for k in ("GL_VENDOR", "GL_RENDERER", "GL_VERSION")}
+
+    def program(self, kernel: str, half: bool):
+        """The compute shader of `kernel` (compiled once per process and storage precision).
+        Must run on the GL thread."""
+        key = (kernel, half)
+        prg = self.programs.get(key)
+        if prg is None:
+            prg = self.ctx.compute_shader(shader_source(kernel, half, self.version_line))
+            self.programs[key] = prg
+        return prg
+
+
+_device: GLDevice | None = None
+_error: str | None = None
+_lock = threading.Lock()
+
+
+def open_device() -> GLDevice:
+    """The process's GL device (made on first use); GLError with the reason when there is none."""
+    global _device, _error
+    with _lock:
+        if _device is not None:
+            return _device
+        if _error is not None:
+            raise GLError(_error)
+        try:
+            import moderngl  # noqa: F401
+        except Exception as e:  # noqa: BLE001
+            _error = f"moderngl is not installed ({e}); pip install moderngl"
+            raise GLError(_error) from None
+        try:
+            dev = GLDevice()
+            dev.call(_smoke, dev)
+        except Exception as e:  # noqa: BLE001
+            _error = f"no headless OpenGL 4.3 / ES 3.1 context through EGL: {type(e).__name__}: {e}".strip()
+            raise GLError(_error) from None
+        _device = dev
+        return dev
+
+
+def _smoke(dev: GLDevice) -> None:
+    """Compile and run a tiny compute shader (the unary kernel: RELU on 4 values)."""
+    import numpy as np
+
+    ctx = dev.ctx
+    prg = dev.program("unary", False)
+    p = np.zeros(64, np.int32)
+    p[0] = p[3] = -1
+    p[10], p[11], p[12], p[16], p[17] = 1, 4, 1, 1, 0
+    p[18] = np.array([0.0], np.float32).view(np.int32)[0]
+    p[19] = np.array([np.inf], np.float32).view(np.int32)[0]
+    a = ctx.buffer(np.array([-1, 2, -3, 4], np.float32).tobytes())
+    d = ctx.buffer(reserve=16)
+    u = ctx.buffer(p.tobytes())
+    for i, b in enumerate((a, a, a, d)):
+        b.bind_to_storage_buffer(i)
+    u.bind_to_uniform_block(0)
+    prg.run(1)
+    got = np.frombuffer(d.read(), np.float32)
+    for b in (a, d, u):
+        b.release()
+    if not np.array_equal(got, [0, 2, 0, 4]):
+        raise GLError(f"the smoke-test compute shader computed {got.tolist()}, not [0, 2, 0, 4]")
+
+
+def probe() -> Support:
+    try:
+        open_device()
+    except GLError as e:
+        return Support(False, str(e))
+    except Exception as e:  # noqa: BLE001  (never raise from a probe)
+        return Support(False, f"{type(e).__name__}: {e}")
+    return Support(True)

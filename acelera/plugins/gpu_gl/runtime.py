@@ -1,0 +1,92 @@
+"""Running a Plan on GL: one SSBO per plan buffer, one compute dispatch per launch.
+
+Every GL call runs on the GL device's own thread (context.py). Buffers are made once at
+prepare and stay on the device; invoke = one upload per runtime input, the dispatches (with a
+shader-storage barrier between them), one download per output. The host-side boundary
+conversions (PHWC4 packing, (de)quantization, runtime weight packing) are gpu-opencl's
+(`OpenCLKernel._to_device` / `_from_device`, inherited).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.delegate import Partition
+from acelera.plugins.gpu_gl.context import GLDevice
+from acelera.plugins.gpu_gl.shaders import LOCAL_SIZE, P_WORDS
+from acelera.plugins.gpu_opencl.layout import Layout
+from acelera.plugins.gpu_opencl.plan import Plan
+from acelera.plugins.gpu_opencl.runtime import OpenCLKernel
+
+MAX_GROUPS = 65535
+
+
+def groups(n: int) -> tuple[int, int]:
+    """(x, y) work-group counts covering n invocations (y > 1 past 65535 groups)."""
+    g = -(-n // LOCAL_SIZE)
+    gy = -(-g // MAX_GROUPS)
+    return -(-g // gy), gy
+
+
+class GLKernel(OpenCLKernel):
+    """A prepared partition on the GL device."""
+
+    def __init__(self, partition: Partition, plan: Plan, dev: GLDevice):
+        self.partition = partition
+        self.plan = plan
+        self.dev = dev
+        self.sdtype = np.float16 if plan.half else np.float32
+        self.in_ports = [(p.index, p, Layout(p.shape)) for p in plan.inputs if p.buffer is not None]
+        self.out_ports = [(p, Layout(p.shape)) for p in plan.outputs]
+        self.buffers: dict = {}
+        self.launches: list = []
+        dev.call(self._build)
+
+    def _build(self) -> None:
+        ctx = self.dev.ctx
+        for b in self.plan.buffers.values():
+            size = -(-b.nbytes // 16) * 16
+            if b.data is not None:
+                raw = np.ascontiguousarray(b.data).view(np.uint8).reshape(-1)
+                data = np.zeros(size, np.uint8)
+                data[:raw.size] = raw
+                self.buffers[b.name] = ctx.buffer(data.tobytes())
+            else:
+                self.buffers[b.name] = ctx.buffer(reserve=size)  # zero-filled
+        for l in self.plan.launches:
+            prg = self.dev.program(l.kernel, self.plan.half)
+            p = np.zeros(P_WORDS, np.int32)
+            p[:l.params.size] = l.params
+            ubo = ctx.buffer(p.tobytes())
+            self.launches.append((prg, [self.buffers[a] for a in l.args], ubo, groups(l.n)))
+
+    def _run(self, hosts: list) -> list:
+        ctx = self.dev.ctx
+        for (_, port, _), host in zip(self.in_ports, hosts):
+            self.buffers[port.buffer].write(host.tobytes())
+        for prg, bufs, ubo, (gx, gy) in self.launches:
+            for i, b in enumerate(bufs):
+                b.bind_to_storage_buffer(i)
+            ubo.bind_to_uniform_block(0)
+            prg.run(gx, gy)
+            ctx.memory_barrier()
+        outs = []
+        for port, lay in self.out_ports:
+            dt = np.float32 if port.float_storage else self.sdtype
+            raw = self.buffers[port.buffer].read(size=lay.size * np.dtype(dt).itemsize)
+            outs.append(np.frombuffer(raw, dt))
+        return outs
+
+    def invoke(self, *inputs: np.ndarray):
+        hosts = [self._to_device(port, lay, inputs[i]) for i, port, lay in self.in_ports]
+        flats = self.dev.call(self._run, hosts)
+        return tuple(self._from_device(port, lay, flat) for (port, lay), flat in zip(self.out_ports, flats))
+
+    def release(self) -> None:
+        def free():
+            for b in self.buffers.values():
+                b.release()
+            for _, _, ubo, _ in self.launches:
+                ubo.release()
+        if self.buffers:
+            self.dev.call(free)
+        self.buffers, self.launches = {}, []
