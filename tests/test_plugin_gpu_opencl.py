@@ -429,7 +429,7 @@ def partial_model():
 
 
 def test_partial_delegation_logs_like_tflite(caplog):
-    with caplog.at_level(logging.WARNING, logger="acelera.gpu_opencl"):
+    with caplog.at_level(logging.INFO, logger="acelera.gpu_opencl"):
         outs, it = run(partial_model(), [rnd(2, 6)])
     for ref, got in outs:
         np.testing.assert_allclose(got, ref, rtol=1e-6)

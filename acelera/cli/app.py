@@ -239,7 +239,6 @@ def _tool_logging() -> None:
         handler._acelera = True
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    logger.propagate = False
 
 
 def quiet_delegate_logs() -> None:
