@@ -445,7 +445,7 @@ def test_partial_delegation_logs_like_tflite(caplog):
 # --- serialization cache ----------------------------------------------------------------------------
 
 def test_serialization_cache(tmp_path, monkeypatch):
-    from acelera.plugins.gpu_opencl.cache import CacheWarning
+    from acelera.plugins.gpu_plan.cache import CacheWarning
     cache = tmp_path / "cache"
     model, inputs = FLOAT_CASES["CONV_2D"]
     opts = {"delegate_serialize_dir": str(cache), "delegate_serialize_token": "tok"}

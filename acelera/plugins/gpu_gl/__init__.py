@@ -1,7 +1,7 @@
 """gpu-gl: TFLite's GPU delegate on OpenGL ES 3.1 compute shaders (issue #7).
 
 Headless GL through moderngl on EGL (Mesa llvmpipe on a machine without a GPU). Partitions
-are compiled by gpu-opencl's backend-neutral partition compiler (PHWC4 buffers, copy maps,
+are compiled by the backend-neutral partition compiler (gpu_plan: PHWC4 buffers, copy maps,
 quantization simulators, fp16 storage rules) and run as GLSL ES 3.1 compute shaders
 (shaders.py) on SSBOs that stay on the device. The op table lists only what this backend's
 tests cover.

@@ -3,19 +3,18 @@
 Every GL call runs on the GL device's own thread (context.py). Buffers are made once at
 prepare and stay on the device; invoke = one upload per runtime input, the dispatches (with a
 shader-storage barrier between them), one download per output. The host-side boundary
-conversions (PHWC4 packing, (de)quantization, runtime weight packing) are gpu-opencl's
-(`OpenCLKernel._to_device` / `_from_device`, inherited).
+conversions (PHWC4 packing, (de)quantization, runtime weight packing) are the shared
+`gpu_plan.boundary.BoundaryMixin`'s.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from acelera.core.delegate import Partition
+from acelera.core.delegate import DelegateKernel, Partition
 from acelera.plugins.gpu_gl.context import GLDevice
 from acelera.plugins.gpu_gl.shaders import LOCAL_SIZE, P_WORDS
-from acelera.plugins.gpu_opencl.layout import Layout
-from acelera.plugins.gpu_opencl.plan import Plan
-from acelera.plugins.gpu_opencl.runtime import OpenCLKernel
+from acelera.plugins.gpu_plan.plan import Plan
+from acelera.plugins.gpu_plan.boundary import BoundaryMixin
 
 MAX_GROUPS = 65535
 
@@ -27,16 +26,14 @@ def groups(n: int) -> tuple[int, int]:
     return -(-g // gy), gy
 
 
-class GLKernel(OpenCLKernel):
+class GLKernel(BoundaryMixin, DelegateKernel):
     """A prepared partition on the GL device."""
 
     def __init__(self, partition: Partition, plan: Plan, dev: GLDevice):
-        self.partition = partition
+        super().__init__(partition)
         self.plan = plan
         self.dev = dev
-        self.sdtype = np.float16 if plan.half else np.float32
-        self.in_ports = [(p.index, p, Layout(p.shape)) for p in plan.inputs if p.buffer is not None]
-        self.out_ports = [(p, Layout(p.shape)) for p in plan.outputs]
+        self._init_boundary(plan)
         self.buffers: dict = {}
         self.launches: list = []
         dev.call(self._build)

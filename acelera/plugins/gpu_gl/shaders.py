@@ -1,9 +1,9 @@
 """GLSL ES 3.1 compute shaders of the gpu-gl kernels, one shader per kernel name.
 
-They run the Plans that gpu-opencl's partition compiler builds (`acelera.plugins.gpu_opencl.
+They run the Plans that the shared partition compiler builds (`acelera.plugins.gpu_plan.
 compiler`): the same kernel names, the same buffers in PHWC4 layout, the same int32
 parameter block (``p[0..13]`` epilogue, slice mask, work-item count, float32-output flag;
-``p[16..]`` geometry; see `gpu_opencl.source`). Each shader is the OpenCL kernel of the same
+``p[16..]`` geometry; see `gpu_plan.params`). Each shader is the OpenCL kernel of the same
 name written in GLSL:
 
 - buffers ``a``, ``b``, ``c`` (inputs), ``dst`` (output) are SSBOs of ``uint`` at bindings
@@ -20,7 +20,7 @@ where a desktop driver refuses the ES line (the bodies are ES-compatible).
 """
 from __future__ import annotations
 
-from acelera.plugins.gpu_opencl.source import CONV_BLOCKS, DW_BLOCK
+from acelera.plugins.gpu_plan.params import CONV_BLOCKS, DW_BLOCK
 
 LOCAL_SIZE = 64
 P_WORDS = 64  # parameter block: ivec4[16]

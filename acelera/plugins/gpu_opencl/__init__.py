@@ -53,7 +53,7 @@ def _const(*indices: int):
 
 
 def _small(n) -> bool:
-    from acelera.plugins.gpu_opencl.layout import Layout
+    from acelera.plugins.gpu_plan.layout import Layout
 
     return sum(Layout(tuple(t.shape)).size for t in n.inputs if t is not None) < (1 << 24) - 1
 

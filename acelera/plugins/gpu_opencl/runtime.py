@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.delegate import DelegateKernel, Partition
-from acelera.core.quant import round_half_away
 from acelera.plugins.gpu_opencl.device import Device
-from acelera.plugins.gpu_opencl.layout import Layout
-from acelera.plugins.gpu_opencl.plan import Plan, Port
+from acelera.plugins.gpu_plan.plan import Plan
 from acelera.plugins.gpu_opencl.source import build_options, program_source
+from acelera.plugins.gpu_plan.boundary import BoundaryMixin
 
 LOCAL_SIZE = 64
 
@@ -48,8 +47,8 @@ def program_binary(prg) -> bytes:
     return bytes(prg.get_info(cl.program_info.BINARIES)[0])
 
 
-class OpenCLKernel(DelegateKernel):
-    """A prepared partition on one OpenCL device."""
+class OpenCLKernel(BoundaryMixin, DelegateKernel):
+    """A prepared partition on one OpenCL device (host-side boundary: gpu_plan.boundary)."""
 
     def __init__(self, partition: Partition, plan: Plan, dev: Device, program):
         super().__init__(partition)
@@ -58,7 +57,7 @@ class OpenCLKernel(DelegateKernel):
         cl = dev.cl
         ctx = dev.context
         mf = cl.mem_flags
-        self.sdtype = np.float16 if plan.half else np.float32
+        self._init_boundary(plan)
         self.buffers = {}
         for b in plan.buffers.values():
             if b.data is not None:
@@ -83,36 +82,9 @@ class OpenCLKernel(DelegateKernel):
                 pass
             glob = -(-l.n // local) * local
             self.launches.append((k, (glob,), (local,), pbuf))
-        self.in_ports = [(p.index, p, Layout(p.shape)) for p in plan.inputs if p.buffer is not None]
-        self.out_ports = [(p, Layout(p.shape)) for p in plan.outputs]
         self.out_host = [np.empty(lay.size, np.float32 if p.float_storage else self.sdtype)
                          for p, lay in self.out_ports]
         dev.queue.finish()
-
-    def _to_device(self, port: Port, lay: Layout, x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x)
-        if port.channel_quant:
-            scales, zps, axis = port.channel_quant
-            shape = [1] * x.ndim
-            shape[axis] = -1
-            x = ((x.astype(np.float64) - np.reshape(zps, shape)) * np.reshape(scales, shape)).astype(np.float32)
-        elif port.scale:
-            x = (x.astype(np.float32) - np.float32(port.zero_point)) * np.float32(port.scale)
-        if port.pack:
-            from acelera.plugins.gpu_opencl.ops_conv import PACKERS
-
-            return PACKERS[port.pack](x.astype(np.float32), port.pack_arg).astype(self.sdtype)
-        return lay.pack(x, self.sdtype)
-
-    def _from_device(self, port: Port, lay: Layout, flat: np.ndarray) -> np.ndarray:
-        v = lay.unpack(flat, np.float32)
-        dtype = np.dtype({"FLOAT32": np.float32, "FLOAT16": np.float16, "INT8": np.int8,
-                          "UINT8": np.uint8}[port.dtype])
-        if port.scale:
-            info = np.iinfo(dtype)
-            q = round_half_away(v / np.float32(port.scale)) + port.zero_point
-            return np.clip(q, info.min, info.max).astype(dtype)
-        return v.astype(dtype, copy=False)
 
     def invoke(self, *inputs: np.ndarray):
         cl = self.dev.cl

@@ -25,26 +25,8 @@ column) and reuses every loaded input vector and weight vector across them.
 """
 from __future__ import annotations
 
-#: Register blocks: convolutions compute XB output columns times 2 output slices (one float8
-#: accumulator per column) per work item, XB one of CONV_BLOCKS (wide rows take the first);
-#: depthwise DW_BLOCK columns of one slice; fully connected and transposed convolutions 2 slices.
-CONV_BLOCKS = (8, 2)
-DW_BLOCK = 4
-
-# Parameter-block layout shared with the host (ops.py).
-P_ACT1, P_LO1, P_HI1, P_ACT2, P_LO2, P_HI2, P_QS, P_QZ, P_QMIN, P_QMAX, P_OS, P_OREM, P_N, P_F32OUT = range(14)
-P_GEOM = 16
-
-# Unary / activation codes (unary_op in the source).
-U_CLAMP, U_TANH, U_SIGMOID, U_HARD_SWISH, U_LEAKY, U_EXP, U_ABS, U_NEG, U_SQRT, U_RSQRT, U_LOG, \
-    U_SIN, U_COS, U_SQUARE, U_FLOOR, U_ELU, U_SIGN, U_CEIL, U_SNAP = range(19)
-U_NONE = -1
-
-# Binary codes (binary_op in the source).
-B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_PRELU, B_SQDIFF, B_POW = range(9)
-
-# Reduce codes.
-R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD = range(5)
+# Register blocks, parameter-block layout and op codes are backend-neutral: gpu_plan.params.
+from acelera.plugins.gpu_plan.params import CONV_BLOCKS, DW_BLOCK
 
 HEADER = r"""
 #ifdef HALF_STORAGE

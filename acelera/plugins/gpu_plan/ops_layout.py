@@ -17,9 +17,9 @@ import numpy as np
 
 from acelera.core.kernels.registry import NodeContext, lookup
 from acelera.core.model import NO_QUANT
-from acelera.plugins.gpu_opencl import source as S
-from acelera.plugins.gpu_opencl.compiler import CompileError, Compiler, f2i, fused, handles, quant_params
-from acelera.plugins.gpu_opencl.layout import Layout
+from acelera.plugins.gpu_plan import params as S
+from acelera.plugins.gpu_plan.compiler import CompileError, Compiler, f2i, fused, handles, quant_params
+from acelera.plugins.gpu_plan.layout import Layout
 
 EXACT = 1 << 24  # float32 holds every integer up to here exactly
 T_FLOAT32 = 0

@@ -1,16 +1,16 @@
 """Convolution-family ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV and
 MediaPipe's Convolution2DTransposeBias. Weights are packed at prepare for the register-blocked
-kernels (source.py); biases are padded to whole slices."""
+kernels (gpu_opencl/source.py, gpu_gl/shaders.py); biases are padded to whole slices."""
 from __future__ import annotations
 
 import numpy as np
 
 from acelera.core.kernels.conv import out_size, pad_before
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.gpu_opencl import source as S
-from acelera.plugins.gpu_opencl.compiler import CompileError, Compiler, custom_ints, fused, handles
-from acelera.plugins.gpu_opencl.layout import Layout, slices
-from acelera.plugins.gpu_opencl.ops_layout import reshape_copy
+from acelera.plugins.gpu_plan import params as S
+from acelera.plugins.gpu_plan.compiler import CompileError, Compiler, custom_ints, fused, handles
+from acelera.plugins.gpu_plan.layout import Layout, slices
+from acelera.plugins.gpu_plan.ops_layout import reshape_copy
 
 
 def _opt(ctx: NodeContext, name: str, default: int) -> int:

@@ -1,4 +1,4 @@
-"""The serialization cache (`--delegate_serialize_dir` + `--delegate_serialize_token`).
+"""The serialization cache (`--delegate_serialize_dir` + `--delegate_serialize_token`), used by gpu-opencl.
 
 Like TFLite's GPU delegate (tflite/delegates/serialization.cc), one file per delegated
 partition, `<dir>/<token>_<fingerprint>.bin`, holding what initialization would otherwise
@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from acelera.plugins.gpu_opencl.plan import Plan
+from acelera.plugins.gpu_plan.plan import Plan
 
 FORMAT = 1
 

@@ -12,10 +12,10 @@ import numpy as np
 from acelera.core.kernels.conv import out_size, pad_before
 from acelera.core.kernels.registry import NodeContext
 from acelera.core.kernels.resize import _float_coords, _nearest_index
-from acelera.plugins.gpu_opencl import source as S
-from acelera.plugins.gpu_opencl.compiler import CompileError, Compiler, fused, handles, quant_params
-from acelera.plugins.gpu_opencl.layout import AXES, Layout
-from acelera.plugins.gpu_opencl.ops_layout import reshape_copy
+from acelera.plugins.gpu_plan import params as S
+from acelera.plugins.gpu_plan.compiler import CompileError, Compiler, fused, handles, quant_params
+from acelera.plugins.gpu_plan.layout import AXES, Layout
+from acelera.plugins.gpu_plan.ops_layout import reshape_copy
 
 INF = float("inf")
 

@@ -19,9 +19,9 @@ import numpy as np
 from acelera.core.delegate import Partition
 from acelera.core.kernels.registry import NodeContext
 from acelera.core.model import Tensor
-from acelera.plugins.gpu_opencl import source as S
-from acelera.plugins.gpu_opencl.layout import Layout
-from acelera.plugins.gpu_opencl.plan import Buffer, Launch, Plan, Port
+from acelera.plugins.gpu_plan import params as S
+from acelera.plugins.gpu_plan.layout import Layout
+from acelera.plugins.gpu_plan.plan import Buffer, Launch, Plan, Port
 
 FLT_MAX = float(np.finfo(np.float32).max)
 QUANT_TYPES = {"INT8": (-128, 127), "UINT8": (0, 255)}
@@ -140,7 +140,7 @@ class Compiler:
     def packed(self, t: Tensor, packer: str, arg: int) -> str:
         """Weights in a kernel's packed order: packed now if constant, else on the host at every
         invoke (a runtime weights input of the partition)."""
-        from acelera.plugins.gpu_opencl.ops_conv import PACKERS
+        from acelera.plugins.gpu_plan.ops_conv import PACKERS
 
         if self.is_const(t):
             data = self.storage(PACKERS[packer](self.value(t), arg))
@@ -338,6 +338,6 @@ def custom_ints(ctx: NodeContext, n: int) -> tuple[int, ...]:
 
 
 def compile_partition(partition: Partition, half: bool) -> Plan:
-    from acelera.plugins.gpu_opencl import ops_conv, ops_elementwise, ops_layout  # noqa: F401  (register)
+    from acelera.plugins.gpu_plan import ops_conv, ops_elementwise, ops_layout  # noqa: F401  (register)
 
     return Compiler(partition, half).compile()

@@ -1,0 +1,31 @@
+"""The parameter block and op codes shared by the host (the partition compiler) and every
+backend's kernels (gpu-opencl's OpenCL C in `gpu_opencl.source`, gpu-gl's GLSL in
+`gpu_gl.shaders`).
+
+Each launch gets a small int32 parameter block ``p``: ``p[0..11]`` the epilogue (up to two
+activation steps fused into the producing kernel, then an optional quantization simulator) and
+the output's slice mask, ``p[12]`` the number of work items, ``p[13]`` set when ``dst`` holds
+float32, ``p[16..]`` the op's geometry.
+"""
+from __future__ import annotations
+
+#: Register blocks: convolutions compute XB output columns times 2 output slices (one float8
+#: accumulator per column) per work item, XB one of CONV_BLOCKS (wide rows take the first);
+#: depthwise DW_BLOCK columns of one slice; fully connected and transposed convolutions 2 slices.
+CONV_BLOCKS = (8, 2)
+DW_BLOCK = 4
+
+# Parameter-block layout shared with the host (compiler.py, ops_*.py).
+P_ACT1, P_LO1, P_HI1, P_ACT2, P_LO2, P_HI2, P_QS, P_QZ, P_QMIN, P_QMAX, P_OS, P_OREM, P_N, P_F32OUT = range(14)
+P_GEOM = 16
+
+# Unary / activation codes (unary_op in the source).
+U_CLAMP, U_TANH, U_SIGMOID, U_HARD_SWISH, U_LEAKY, U_EXP, U_ABS, U_NEG, U_SQRT, U_RSQRT, U_LOG, \
+    U_SIN, U_COS, U_SQUARE, U_FLOOR, U_ELU, U_SIGN, U_CEIL, U_SNAP = range(19)
+U_NONE = -1
+
+# Binary codes (binary_op in the source).
+B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_PRELU, B_SQDIFF, B_POW = range(9)
+
+# Reduce codes.
+R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD = range(5)
