@@ -43,10 +43,12 @@ def tensor_details(t: Tensor, shape: Sequence[int]) -> dict[str, Any]:
 
 
 class _BlasThreads:
-    """Runs a function with the BLAS/OpenMP pools limited to n threads, then restores them.
+    """Runs a function with the BLAS/OpenMP pools at n threads.
 
-    threadpoolctl finds the loaded pools once; per call only their get/set functions run
-    (threadpoolctl's own context manager costs about 15 us, too much per invoke)."""
+    threadpoolctl finds the loaded pools once; per call only their cheap get functions run, and
+    a pool is set only when it differs. Pools are left at n afterwards (like an interpreter
+    owning its thread pool): restoring them on every invoke cost more than small models'
+    whole inference."""
 
     def __init__(self):
         self._libs = None
@@ -56,16 +58,10 @@ class _BlasThreads:
             from threadpoolctl import ThreadpoolController
 
             self._libs = list(ThreadpoolController().lib_controllers)
-        old = [lib.get_num_threads() for lib in self._libs]
-        for lib, o in zip(self._libs, old):
-            if o != n:
+        for lib in self._libs:
+            if lib.get_num_threads() != n:
                 lib.set_num_threads(n)
-        try:
-            fn()
-        finally:
-            for lib, o in zip(self._libs, old):
-                if o != n:
-                    lib.set_num_threads(o)
+        fn()
 
 
 _blas_threads = _BlasThreads()

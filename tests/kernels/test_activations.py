@@ -401,3 +401,12 @@ def test_shared_quantized_models(models_dir, name):
     rng = np.random.default_rng(0)
     inputs = [random_input(d["shape"], d["dtype"], rng) for d in it.get_input_details()]
     assert_matches_litert(data, inputs)
+
+
+def test_round_halves_to_even():
+    from acelera.core.builder import In, Out, single_op_model
+    from oracle import assert_matches_litert
+    x = np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -3.7, 1e9, np.inf]], np.float32)
+    m = single_op_model("ROUND", [In(x.shape)], [Out(x.shape)])
+    got = assert_matches_litert(m, [x], reference="builtin")[0]
+    np.testing.assert_array_equal(got[0, :6], [-2, -2, -0, 0, 2, 2])

@@ -221,3 +221,14 @@ def sin(node: NodeContext):
 def cos(node: NodeContext):
     unary_io(node, (np.float32,))
     return _float_op(np.cos)
+
+
+@register("ROUND", max_version=1)
+@ndarray_kernel
+def round_(node: NodeContext):
+    """ROUND: float32, halves to even (TFLite's RoundToNearest)."""
+    x, y = node.inputs[0], node.outputs[0]
+    if x.dtype != np.float32 or y.dtype != np.float32:
+        raise node.unsupported(f"input type {x.type_name} is not supported")
+    return np.rint
+

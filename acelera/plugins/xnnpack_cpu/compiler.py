@@ -1,0 +1,435 @@
+"""Partition -> compiled program: fuse node chains, pack weights once, plan buffers, build steps.
+
+Fusion (float32):
+- CONV_2D / FULLY_CONNECTED [-> ADD of a residual, possibly a channel-PADded one] [-> RELU,
+  RELU6, RELU_N1_TO_1 clamps, then one PRELU, HARD_SWISH or (small) LOGISTIC] is one step:
+  blocked im2col + BLAS GEMM + one epilogue pass;
+- chains of small FULLY_CONNECTED / pointwise CONV_2D layers (MLPs, squeeze-excite blocks)
+  with their activations are one numba call;
+- DEPTHWISE_CONV_2D [-> activations] is one depthwise call.
+A chain only absorbs a node whose input has no other reader and is not a partition output,
+and runs where its last node was. Quantized nodes run on the reference kernels (bit-exact).
+
+Buffers are planned in planner.py; partition inputs are copied into their buffers at invoke
+time (in the storage type: float16 in fp16 mode).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from acelera.core.delegate import Partition
+from acelera.core.kernels.registry import NodeContext
+from acelera.plugins.xnnpack_cpu import conv, ops
+from acelera.plugins.xnnpack_cpu.spec import ACT_BOUNDS, INF, KIND_OF_OP, PRELU, Act, Spec, f32c
+
+F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
+CLAMP_OPS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+UNARY = ("ABS", "NEG", "SQRT", "SQUARE", "FLOOR", "CEIL", "TANH", "ROUND", "RELU", "RELU6", "RELU_N1_TO_1",
+         "LOGISTIC", "HARD_SWISH", "LEAKY_RELU")
+NATIVE_BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
+
+
+@dataclass
+class Graph:
+    """The partition's nodes in execution order with producer/consumer maps."""
+
+    part: Partition
+    order: list[int]
+    consts: dict[int, np.ndarray]
+    readers: dict[int, list[int]] = field(default_factory=dict)  # tensor -> reading nodes (per use)
+    outputs: frozenset = frozenset()
+
+    @staticmethod
+    def of(part: Partition) -> "Graph":
+        ctxs = part.contexts
+        consts = {t: np.asarray(v) for t, v in part.constants.items()}
+        for n in part.nodes:
+            for t in ctxs[n].inputs:
+                if t is not None and t.is_constant:
+                    consts.setdefault(t.index, t.data)
+        g = Graph(part, _topological(part), consts, outputs=frozenset(part.outputs))
+        for n in g.order:
+            for t in ctxs[n].op.inputs:
+                if t >= 0:
+                    g.readers.setdefault(t, []).append(n)
+        return g
+
+    def ctx(self, n: int) -> NodeContext:
+        return self.part.contexts[n]
+
+    def sole_reader(self, t: int) -> int | None:
+        """The node reading t, when it is read exactly once inside and not needed outside."""
+        r = self.readers.get(t, [])
+        return r[0] if len(r) == 1 and t not in self.outputs else None
+
+    def const(self, t: int) -> np.ndarray | None:
+        return self.consts.get(t)
+
+
+def _topological(part: Partition) -> list[int]:
+    ctxs = part.contexts
+    producer = {t: n for n in part.nodes for t in ctxs[n].op.outputs}
+    done: set[int] = set()
+    order: list[int] = []
+    for n in sorted(part.nodes):
+        stack = [(n, False)]
+        while stack:
+            m, expanded = stack.pop()
+            if m in done:
+                continue
+            if expanded:
+                done.add(m)
+                order.append(m)
+                continue
+            stack.append((m, True))
+            for t in ctxs[m].op.inputs:
+                p = producer.get(t)
+                if p is not None and p not in done:
+                    stack.append((p, False))
+    return order
+
+
+def act_of(ctx: NodeContext) -> Act:
+    lo, hi = ACT_BOUNDS.get(int(ctx.options.get("fused_activation_function", 0) or 0), (-INF, INF))
+    return Act(lo, hi)
+
+
+def is_float(ctx: NodeContext) -> bool:
+    return all(t.type_name == "FLOAT32" for t in ctx.outputs) and all(
+        t is None or t.type_name == "FLOAT32" for t in ctx.inputs[:1])
+
+
+# --- fusion and specs ------------------------------------------------------------------------------
+
+class Builder:
+    """Turns the graph into Specs (fusing chains) in execution order."""
+
+    def __init__(self, graph: Graph, fp16: bool):
+        self.g = graph
+        self.fp16 = fp16
+        self.absorbed: set[int] = set()
+        self.deferred: set[int] = set()
+        self.specs: list[tuple[int, Spec]] = []  # (position of the last node, spec)
+        self.pos = {n: i for i, n in enumerate(graph.order)}
+
+    def r16(self, a):
+        """Round float weights through float16 in fp16 mode (stored as float32 for BLAS)."""
+        if a is None:
+            return None
+        a = np.asarray(a, np.float32)
+        return a.astype(np.float16).astype(np.float32) if self.fp16 else a
+
+    def run(self) -> list[Spec]:
+        self.deferred = self._deferred_pads()
+        for n in self.g.order:
+            if n in self.absorbed or n in self.deferred:
+                continue
+            last, spec = self.node_spec(n)
+            self.specs.append((self.pos[last], spec))
+        for n in self.deferred - self.absorbed:  # a chain did not take it after all
+            self.specs.append((self.pos[n], self.node_spec(n)[1]))
+        self.specs.sort(key=lambda p: p[0])
+        return [s for _, s in self.specs]
+
+    def label(self, nodes) -> str:
+        ops = "+".join(self.g.ctx(n).op.name for n in nodes)
+        return f"{ops} (node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))})"
+
+    def node_spec(self, n: int) -> tuple[int, Spec]:
+        ctx = self.g.ctx(n)
+        op = ctx.op.name
+        spec = None
+        if is_float(ctx):
+            if op in ("FULLY_CONNECTED", "CONV_2D") and self.small_fc(n) and not self._feeds_add(n):
+                return self.fc_chain(n)
+            if op in ("CONV_2D", "FULLY_CONNECTED"):
+                return self.gemm_chain(n)
+            if op == "DEPTHWISE_CONV_2D":
+                r = self.dw_chain(n)
+                if r is not None:
+                    return r
+            spec = self.single(n, ctx, op)
+        if spec is None:
+            spec = ops.reference_spec(self.label([n]), (n,), ctx, list(ctx.op.inputs), self.g.consts,
+                                    float_io=any(t.type_name == "FLOAT32" for t in ctx.outputs) or any(
+                                        t is not None and t.type_name == "FLOAT32" for t in ctx.inputs))
+        return n, spec
+
+    # -- chains -----------------------------------------------------------------------------------
+    def absorb_tail(self, t: int, act1: Act, act2: Act, after_add: bool, allow_prelu: bool = True):
+        """Absorb the activation nodes reading t (each its only reader): RELU-family clamps
+        compose with the clamp before them; one PRELU, HARD_SWISH or LOGISTIC becomes act2.
+        Returns (nodes, new tensor, act1, act2); after_add: clamps go into act2."""
+        nodes = []
+        while True:
+            r = self.g.sole_reader(t)
+            if r is None or not is_float(self.g.ctx(r)):
+                break
+            rc = self.g.ctx(r)
+            op = rc.op.name
+            if op in CLAMP_OPS:
+                if act2.trivial and not after_add:
+                    new = act1.then_clamp(*CLAMP_OPS[op])
+                    if new is None:
+                        break
+                    act1 = new
+                else:
+                    new = act2.then_clamp(*CLAMP_OPS[op])
+                    if new is None:
+                        break
+                    act2 = new
+            elif op in KIND_OF_OP and act2.trivial:
+                if op == "LOGISTIC" and int(np.prod(rc.outputs[0].shape)) > self.SMALL_SIGMOID:
+                    break  # numba's exp is scalar: numpy's vectorized one wins on large tensors
+                if op == "PRELU":
+                    alpha = self.g.const(rc.op.inputs[1])
+                    c = rc.outputs[0].shape[-1]
+                    if not allow_prelu or alpha is None or not _channel_vector(alpha, c):
+                        break
+                    alpha = np.broadcast_to(np.asarray(alpha, np.float32).reshape(-1), (c,))
+                    act2 = Act(kind=PRELU, alpha=self.r16(np.ascontiguousarray(alpha)))
+                else:
+                    act2 = Act(kind=KIND_OF_OP[op])
+            else:
+                break
+            nodes.append(r)
+            self.absorbed.add(r)
+            t = rc.op.outputs[0]
+        return nodes, t, act1, act2
+
+    SMALL_FC = 1 << 16  # M*K*N up to which one numba loop beats BLAS plus an epilogue
+    SMALL_SIGMOID = 4096  # LOGISTIC fused into a numba loop only up to this many values
+
+    def fc_dims(self, n: int) -> tuple[int, int, int]:
+        """(M, K, N) of a FULLY_CONNECTED or a pointwise CONV_2D seen as one."""
+        ctx = self.g.ctx(n)
+        w = ctx.inputs[1]
+        k, nn = int(np.prod(w.shape[1:])), int(w.shape[0])
+        return int(np.prod(ctx.inputs[0].shape)) // max(k, 1), k, nn
+
+    def _feeds_add(self, n: int) -> bool:
+        """Whether n's output goes only to an ADD (a residual the GEMM path fuses)."""
+        r = self.g.sole_reader(self.g.ctx(n).op.outputs[0])
+        return r is not None and self.g.ctx(r).op.name == "ADD"
+
+    def small_fc(self, n: int) -> bool:
+        """A FULLY_CONNECTED, or a 1x1 stride-1 unpadded CONV_2D, small enough for jit.fc_chain."""
+        from acelera.plugins.xnnpack_cpu import jit
+
+        ctx = self.g.ctx(n)
+        if (not jit.AVAILABLE or ctx.op.name not in ("FULLY_CONNECTED", "CONV_2D") or len(ctx.op.inputs) < 2
+                or self.g.const(ctx.op.inputs[1]) is None or not is_float(ctx)):
+            return False
+        if ctx.op.name == "CONV_2D":
+            g = conv.conv_geometry(ctx)
+            if not (g.pointwise and g.sh == 1 and g.sw == 1 and g.dh == 1 and g.dw == 1):
+                return False
+        elif ctx.op.name != "FULLY_CONNECTED" or len(ctx.inputs[1].shape) != 2:
+            return False
+        m, k, nn = self.fc_dims(n)
+        return m * k * nn <= self.SMALL_FC
+
+    def fc_chain(self, n: int) -> tuple[int, Spec]:
+        """Consecutive small FULLY_CONNECTED / pointwise CONV_2D layers (each feeding only the
+        next) with their activations as one call.
+        In fp16 mode every layer stays its own step, so each output is rounded to float16."""
+        g = self.g
+        layers, nodes = [], []
+        cur = n
+        while True:
+            ctx = g.ctx(cur)
+            m, k, nn = self.fc_dims(cur)
+            if layers and (m != layers[0][0] or k != layers[-1][2]):
+                break
+            if layers:
+                self.absorbed.add(cur)
+            w = g.const(ctx.op.inputs[1])
+            b = g.const(ctx.op.inputs[2]) if len(ctx.op.inputs) > 2 and ctx.op.inputs[2] >= 0 else None
+            more, t, act, act2 = self.absorb_tail(ctx.op.outputs[0], act_of(ctx), Act(), False, allow_prelu=False)
+            nodes += [cur] + more
+            layers.append((m, k, nn, w, b, (act, act2), t))
+            nxt = g.sole_reader(t)
+            if (self.fp16 or nxt is None or not self.small_fc(nxt) or g.ctx(nxt).op.inputs[0] != t
+                    or self._feeds_add(nxt)):
+                break
+            cur = nxt
+        x_tid = g.ctx(n).op.inputs[0]
+        out_tid = layers[-1][6]
+        r16 = self.r16
+
+        def pack():
+            params, meta, off = [], [], 0
+            for _, k, nn, w, b, (act, act2), _t in layers:
+                wt = np.ascontiguousarray(r16(w).reshape(nn, k).T).reshape(-1)
+                bb = r16(b).reshape(-1) if b is not None else np.zeros(nn, np.float32)
+                bounds = np.array([f32c(v) for v in (act.lo, act.hi, act2.lo, act2.hi)], np.float32)
+                meta.append([k, nn, off, off + wt.size, off + wt.size + nn, act2.kind])
+                params += [wt, bb, bounds]
+                off += wt.size + nn + 4
+            return {"params": np.concatenate(params).astype(np.float32), "meta": np.array(meta, np.int64)}
+        m = layers[0][0]
+        width = max(nn for _, _, nn, *_ in layers)
+        spec = conv.fc_chain_spec(self.label(nodes), tuple(nodes), x_tid, out_tid, m, layers[0][1], width, pack,
+                               sum(l_[0] * l_[1] * l_[2] for l_ in layers))
+        return max(nodes, key=self.pos.get), spec
+
+    def gemm_chain(self, n: int) -> tuple[int, Spec]:
+        g = self.g
+        ctx = g.ctx(n)
+        kind = "fc" if ctx.op.name == "FULLY_CONNECTED" else "conv"
+        x_tid = ctx.op.inputs[0]
+        w = g.const(ctx.op.inputs[1])
+        b = g.const(ctx.op.inputs[2]) if len(ctx.op.inputs) > 2 and ctx.op.inputs[2] >= 0 else None
+        out_t = ctx.outputs[0]
+        t = ctx.op.outputs[0]
+        nodes = [n]
+        act1 = act_of(ctx)
+        act2 = Act()
+        res_tid, cres, full = None, 0, False
+        c_out = out_t.shape[-1]
+        # residual ADD
+        r = g.sole_reader(t)
+        if r is not None and g.ctx(r).op.name == "ADD" and is_float(g.ctx(r)):
+            rc = g.ctx(r)
+            a_, b_ = rc.op.inputs[:2]
+            other = b_ if a_ == t else a_
+            if other != t and other >= 0 and other not in g.consts and tuple(rc.outputs[0].shape) == tuple(out_t.shape):
+                pad_node = self._channel_pad_producer(other, rc.outputs[0].shape)
+                if pad_node is not None and pad_node in self.deferred:
+                    res_tid = g.ctx(pad_node).op.inputs[0]
+                    cres = g.ctx(pad_node).inputs[0].shape[-1]
+                    nodes += [pad_node, r]
+                    self.absorbed.add(pad_node)
+                elif tuple(g.ctx(r).inputs[rc.op.inputs.index(other)].shape) == tuple(out_t.shape):
+                    res_tid, cres, full = other, c_out, True
+                    nodes.append(r)
+                if res_tid is not None:
+                    self.absorbed.add(r)
+                    act2 = act_of(rc)
+                    t = rc.op.outputs[0]
+        more, t, act1, act2 = self.absorb_tail(t, act1, act2, after_add=res_tid is not None)
+        nodes += more
+        if kind == "conv":
+            geom = conv.conv_geometry(ctx)
+            m = geom.n * geom.oh * geom.ow
+            k = geom.kh * geom.kw * geom.c
+        else:
+            geom = None
+            k = int(w.shape[1])
+            m = int(np.prod(ctx.inputs[0].shape)) // k
+        alpha = act2.alpha
+
+        def pack():
+            wm = self.r16(w).reshape(w.shape[0], -1)
+            p = {"w": np.ascontiguousarray(wm.T), "b": self.r16(b).reshape(-1).copy() if b is not None
+                 else np.zeros(c_out, np.float32)}
+            if alpha is not None:
+                p["alpha"] = np.ascontiguousarray(alpha, np.float32)
+            return p
+        spec = conv.gemm_spec(self.label(nodes), tuple(nodes), x_tid, t, res_tid, kind, geom, m, k, c_out, pack,
+                           act1, act2, cres, full)
+        return nodes[-1] if len(nodes) == 1 else max(nodes, key=self.pos.get), spec
+
+    def _deferred_pads(self) -> set[int]:
+        """Channel PADs that a later CONV_2D chain takes as its residual: not emitted alone."""
+        g = self.g
+        out = set()
+        for n in g.order:
+            ctx = g.ctx(n)
+            if ctx.op.name != "PAD" or self._channel_pad_producer(ctx.op.outputs[0], ctx.outputs[0].shape) is None:
+                continue
+            add = g.sole_reader(ctx.op.outputs[0])
+            if add is None or g.ctx(add).op.name != "ADD" or not is_float(g.ctx(add)):
+                continue
+            other = [t for t in g.ctx(add).op.inputs[:2] if t != ctx.op.outputs[0]]
+            prod = [p for p in g.order if other and other[0] in g.ctx(p).op.outputs]
+            if (prod and g.ctx(prod[0]).op.name in ("CONV_2D", "FULLY_CONNECTED") and is_float(g.ctx(prod[0]))
+                    and g.sole_reader(other[0]) == add
+                    and tuple(g.ctx(prod[0]).outputs[0].shape) == tuple(g.ctx(add).outputs[0].shape)):
+                out.add(n)
+        return out
+
+    def _channel_pad_producer(self, t: int, want_shape) -> int | None:
+        """The PAD node producing t when it only appends zero channels and t has no other use."""
+        g = self.g
+        for n in g.order:
+            ctx = g.ctx(n)
+            if t in ctx.op.outputs:
+                if ctx.op.name != "PAD" or g.sole_reader(t) is None or not is_float(ctx):
+                    return None
+                p = g.const(ctx.op.inputs[1])
+                if p is None:
+                    return None
+                p = np.asarray(p).reshape(-1, 2)
+                if np.any(p[:-1] != 0) or p[-1, 0] != 0 or tuple(ctx.outputs[0].shape) != tuple(want_shape):
+                    return None
+                return n
+        return None
+
+    def dw_chain(self, n: int) -> tuple[int, Spec] | None:
+        g = self.g
+        ctx = g.ctx(n)
+        x_t, w_t = ctx.inputs[0], ctx.inputs[1]
+        if w_t.shape[3] != x_t.shape[3]:  # depth multiplier: reference kernel
+            return None
+        geom = conv.conv_geometry(ctx)
+        w = g.const(ctx.op.inputs[1])
+        b = g.const(ctx.op.inputs[2]) if len(ctx.op.inputs) > 2 and ctx.op.inputs[2] >= 0 else None
+        more, t, act, act2 = self.absorb_tail(ctx.op.outputs[0], act_of(ctx), Act(), after_add=False)
+        nodes = [n] + more
+        alpha = act2.alpha
+        spec = conv.dw_spec(self.label(nodes), tuple(nodes), ctx.op.inputs[0], t, geom,
+                         lambda: conv.dw_pack(w, b, alpha, geom, self.r16), act, act2)
+        return max(nodes, key=self.pos.get), spec
+
+    # -- single nodes -----------------------------------------------------------------------------
+    def single(self, n: int, ctx: NodeContext, op: str) -> Spec | None:
+        g = self.g
+        lab = self.label([n])
+        ins = ctx.op.inputs
+        out = ctx.op.outputs[0]
+        if op in NATIVE_BINARY:
+            operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins[:2]]
+            return ops.binary_spec(lab, (n,), op, operands, [ctx.inputs[0].shape, ctx.inputs[1].shape], out,
+                                 ctx.outputs[0].shape, act_of(ctx))
+        if ins and ins[0] in g.consts:
+            return None  # a constant input: the reference kernel handles it
+        if op in UNARY:
+            return ops.unary_spec(lab, (n,), ctx, ins[0], out)
+        if op in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            o = ctx.options
+            x_shape = ctx.inputs[0].shape
+            glob = (op == "AVERAGE_POOL_2D" and int(o.get("filter_height", 0)) == x_shape[1]
+                    and int(o.get("filter_width", 0)) == x_shape[2] and tuple(ctx.outputs[0].shape[1:3]) == (1, 1))
+            if glob:
+                return ops.mean_spec(lab, (n,), ins[0], out, (1, 2), x_shape, act_of(ctx))
+            return ops.pool_spec(lab, (n,), ctx, ins[0], out, act_of(ctx), op == "MAX_POOL_2D")
+        if op == "MEAN":
+            axes = tuple(sorted(int(a) % len(ctx.inputs[0].shape) for a in np.asarray(g.const(ins[1])).reshape(-1)))
+            return ops.mean_spec(lab, (n,), ins[0], out, axes, ctx.inputs[0].shape)
+        if op == "PRELU":
+            alpha = g.const(ins[1])
+            c = ctx.outputs[0].shape[-1] if ctx.outputs[0].shape else 1
+            if alpha is not None and _channel_vector(alpha, c):
+                return ops.prelu_spec(lab, (n,), ins[0], out, self.r16(alpha).reshape(-1), ctx.outputs[0].shape)
+            return None
+        if op == "SOFTMAX" and ctx.inputs[0].shape:
+            return ops.softmax_spec(lab, (n,), ins[0], out, ctx.inputs[0].shape)
+        if op == "CONCATENATION":
+            axis = int(ctx.options.get("axis", 0)) % len(ctx.outputs[0].shape)
+            operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins]
+            return ops.concat_spec(lab, (n,), operands, out, axis, act_of(ctx))
+        if op == "PAD":
+            return ops.pad_spec(lab, (n,), ins[0], out, np.asarray(g.const(ins[1])).reshape(-1, 2))
+        if op == "RESHAPE":
+            return ops.reshape_spec(lab, (n,), ins[0], out)
+        if op == "RESIZE_BILINEAR" and ins[1] in g.consts and len(ctx.inputs[0].shape) == 4:
+            return ops.resize_spec(lab, (n,), ctx, ins[0], out)
+        return None
+
+
+def _channel_vector(alpha: np.ndarray, c: int) -> bool:
+    shape = tuple(alpha.shape)
+    return all(d == 1 for d in shape[:-1]) and (not shape or shape[-1] in (1, c))

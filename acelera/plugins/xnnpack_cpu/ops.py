@@ -1,0 +1,307 @@
+"""Pooling, reductions, resizing, element-wise and data-movement steps, and the reference-kernel
+step that runs anything else (quantized ops, rarely used float ops) in planned buffers."""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.kernels.conv import Geometry
+from acelera.core.kernels.registry import NodeContext, lookup
+from acelera.plugins.xnnpack_cpu import jit
+from acelera.plugins.xnnpack_cpu.spec import (
+    EMPTY, F32, HSWISH, INF, KIND_OF_OP, PRELU, Act, Spec, clamp_fn, epilogue, f32c, prelu_numpy, seq, tile_row)
+
+
+# --- pooling, mean ----------------------------------------------------------------------------
+
+def pool_spec(label, nodes, ctx: NodeContext, x_tid, out_tid, act: Act, is_max: bool) -> Spec | None:
+    """MAX/AVERAGE_POOL_2D on the numba kernel (None: use the reference kernel instead)."""
+    if not jit.AVAILABLE:
+        return None
+    o = ctx.options
+    kh, kw = int(o.get("filter_height", 1)), int(o.get("filter_width", 1))
+    g = Geometry.make(ctx.inputs[0].shape, kh, kw, int(o.get("padding", 0) or 0),
+                      int(o.get("stride_h", 1)), int(o.get("stride_w", 1)), 1, 1)
+    if tuple(ctx.outputs[0].shape) != (g.n, g.oh, g.ow, g.c):
+        return None
+    lo, hi = f32c(act.lo), f32c(act.hi)
+
+    def build(a, s, _p, _k):
+        x = a[x_tid].reshape(g.n, g.h, g.w * g.c)
+        out = a[out_tid].reshape(g.n, g.oh, g.ow * g.c)
+        return jit.bind(jit.pool_max if is_max else jit.pool_avg, x, out, g.c, kh, kw, g.sh, g.sw, g.pt, g.pl,
+                        lo, hi, s[0])
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((g.w * g.c,), F32),))
+
+
+def mean_spec(label, nodes, x_tid, out_tid, axes: tuple[int, ...], in_shape, act: Act | None = None) -> Spec:
+    """Mean over `axes` (global average pooling, MEAN over [1, 2] or [2]). Sums go one axis at
+    a time, as in the reference kernel: rows first, then columns (shorter float32 chains than
+    one pass over H*W), then a float32 division by the count."""
+    count = int(np.prod([in_shape[i] for i in axes]))
+    reduced = tuple(d for i, d in enumerate(in_shape) if i not in axes)
+    cnt = F32(max(count, 1))
+    act = act or Act()
+    hw = len(in_shape) == 4 and axes == (1, 2) and count > 0
+    numba_hw = hw and jit.AVAILABLE
+
+    def build(a, s, _p, _k):
+        x, out = a[x_tid], a[out_tid].reshape(reduced)
+        if numba_hw:
+            n, h, w, c = in_shape
+            return jit.bind(jit.mean_hw, x.reshape(-1), h, w * c, c, out.reshape(-1), f32c(act.lo), f32c(act.hi),
+                            s[0])
+        red = np.add.reduce
+        clamp = clamp_fn(out, act.lo, act.hi)
+        if hw:
+            tmp = s[0].reshape(in_shape[0], in_shape[2], in_shape[3])
+
+            def run():
+                red(x, axis=1, out=tmp)
+                red(tmp, axis=1, out=out)
+                np.divide(out, cnt, out=out)
+        else:
+            def run():
+                red(x, axis=axes, out=out)
+                np.divide(out, cnt, out=out)
+        return seq(run, clamp)
+    scratch = ((((in_shape[0] if not numba_hw else 1) * in_shape[2] * in_shape[3],), F32),) if hw else ()
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=scratch)
+
+
+def resize_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
+    """RESIZE_BILINEAR (float, static size) on the numba kernel; None: the reference kernel."""
+    from acelera.core.kernels.resize import _float_coords
+
+    if not jit.AVAILABLE:
+        return None
+    n, h, w, c = ctx.inputs[0].shape
+    _, oh, ow, _ = ctx.outputs[0].shape
+    align = bool(ctx.options.get("align_corners", False))
+    half = bool(ctx.options.get("half_pixel_centers", False))
+    if half and align:
+        return None
+    ys = _float_coords(h, oh, align, half)
+    xs = _float_coords(w, ow, align, half)
+
+    def arr(v):
+        return np.ascontiguousarray(v, np.int64 if v.dtype.kind in "iu" else F32)
+
+    def build(a, s, _p, _k):
+        return jit.bind(jit.resize_bilinear, a[x_tid].reshape(-1), h, w, c, a[out_tid].reshape(-1), oh, ow,
+                        *[arr(v) for v in ys], *[arr(v) for v in xs], s[0])
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((w * c,), F32),))
+
+
+# --- elementwise ------------------------------------------------------------------------------
+
+BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide,
+          "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
+
+
+def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: int, out_shape, act: Act) -> Spec:
+    """operands: [tid or constant ndarray] x 2, with their shapes; numpy broadcasts.
+
+    A per-channel operand ((1, ..., 1, C) against (..., W, C)) is tiled to a whole row W*C
+    (once for a constant, per call otherwise), so numpy's inner loop runs over rows, not C."""
+    tids = tuple(o for o in operands if isinstance(o, int))
+    out_shape = tuple(out_shape)
+    same = [o for o, sh in zip(operands, shapes) if isinstance(o, int) and tuple(sh) == out_shape]
+    chan = None
+    if len(out_shape) >= 2 and out_shape[-1] > 1:
+        for i, sh in enumerate(shapes):
+            sh = tuple(sh)
+            other = tuple(shapes[1 - i])
+            if (other == out_shape and sh and sh[-1] == out_shape[-1] and int(np.prod(sh)) == out_shape[-1]
+                    and out_shape[-2] > 1):
+                chan = i
+    rows = int(np.prod(out_shape[:-2])) if chan is not None else 0
+    row = out_shape[-1] * out_shape[-2] if chan is not None else 0
+    scratch = (((row,), F32),) if chan is not None and isinstance(operands[chan], int) else ()
+
+    def build(a, s, _p, _k):
+        x, y = (a[o] if isinstance(o, int) else o for o in operands)
+        out = a[out_tid]
+        pre = None
+        if chan is not None:
+            vec = (x, y)[chan]
+            if isinstance(operands[chan], int):
+                tile = s[0]
+                src, dst = vec.reshape(-1), tile.reshape(out_shape[-2], out_shape[-1])
+                pre = lambda: np.copyto(dst, src)  # noqa: E731
+            else:
+                tile = tile_row(vec, out_shape[-2])
+            full = ((y, x)[chan]).reshape(rows, row)
+            x, y = (tile, full) if chan == 0 else (full, tile)
+            out = out.reshape(rows, row)
+        if op == "SQUARED_DIFFERENCE":
+            def run():
+                np.subtract(x, y, out=out)
+                np.multiply(out, out, out=out)
+        else:
+            f = BINARY[op]
+
+            def run():
+                f(x, y, out=out)
+        return seq(pre, run, clamp_fn(out, act.lo, act.hi))
+    return Spec(label, nodes, tids, (out_tid,), build, scratch=scratch, inplace={out_tid: same[0]} if same else {})
+
+
+def _unary_recipe(op: str, ctx: NodeContext):
+    """fn(x, out) for elementwise float ops (the reference kernels' formulas), and whether
+    out may be x itself."""
+    z = F32(0)
+    if op in ("ABS", "NEG", "SQRT", "SQUARE", "FLOOR", "CEIL", "TANH"):
+        f = {"ABS": np.abs, "NEG": np.negative, "SQRT": np.sqrt, "SQUARE": np.square, "FLOOR": np.floor,
+             "CEIL": np.ceil, "TANH": np.tanh}[op]
+        return (lambda x, o: f(x, out=o)), True
+    if op == "ROUND":
+        return (lambda x, o: np.rint(x, out=o)), True
+    if op == "RELU":
+        return (lambda x, o: np.maximum(x, z, out=o)), True
+    if op == "RELU6":
+        return (lambda x, o: np.clip(x, z, F32(6), out=o)), True
+    if op == "RELU_N1_TO_1":
+        return (lambda x, o: np.clip(x, F32(-1), F32(1), out=o)), True
+    if op == "LOGISTIC":
+        one = F32(1)
+
+        def logistic(x, o):
+            np.negative(x, out=o)
+            np.exp(o, out=o)
+            np.add(o, one, out=o)
+            np.reciprocal(o, out=o)
+        return logistic, True
+    if op == "HARD_SWISH":
+        three, six = F32(3), F32(6)
+
+        def hswish(x, o):
+            np.add(x, three, out=o)
+            np.clip(o, z, six, out=o)
+            np.multiply(o, x, out=o)
+            np.divide(o, six, out=o)
+        return hswish, False
+    if op == "LEAKY_RELU":
+        alpha = F32(ctx.options.get("alpha", 0.0) or 0.0)
+        if 0 <= alpha <= 1:
+            return (lambda x, o: (np.multiply(x, alpha, out=o), np.maximum(x, o, out=o))), False
+        if alpha > 1:
+            return (lambda x, o: (np.multiply(x, alpha, out=o), np.minimum(x, o, out=o))), False
+    return None, False
+
+
+def unary_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
+    kind = KIND_OF_OP.get(ctx.op.name)
+    if jit.AVAILABLE and kind == HSWISH:  # one pass instead of four numpy calls (numpy's exp is
+        # vectorized and numba's is not, so LOGISTIC stays with numpy)
+        def build_jit(a, _s, _p, _k):
+            x, out = a[x_tid], a[out_tid]
+            act = jit.bind(jit.act_flat, out.reshape(-1), kind, F32(0), F32(0), EMPTY)
+            return act if np.shares_memory(x, out) else seq(lambda: np.copyto(out, x), act)
+        return Spec(label, nodes, (x_tid,), (out_tid,), build_jit, inplace={out_tid: x_tid})
+    recipe, inplace_ok = _unary_recipe(ctx.op.name, ctx)
+    if recipe is None:
+        return None
+
+    def build(a, _s, _p, _k):
+        x, out = a[x_tid], a[out_tid]
+        return lambda: recipe(x, out)
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, inplace={out_tid: x_tid} if inplace_ok else {})
+
+
+def prelu_spec(label, nodes, x_tid, out_tid, alpha: np.ndarray, shape) -> Spec:
+    c = shape[-1]
+    m = int(np.prod(shape[:-1]))
+    scratch = () if jit.AVAILABLE else ((tuple(shape), F32),)
+
+    def build(a, s, _p, p):
+        x, out = a[x_tid], a[out_tid]
+        al = p["alpha"]
+        if jit.AVAILABLE:
+            ow = shape[-2] if len(shape) >= 2 else 1
+            if np.shares_memory(x, out):
+                return epilogue(out.reshape(m, c), out.reshape(m, c), p["zero"], Act(), None,
+                                Act(kind=PRELU, alpha=al), None, ow)
+            rows, row = m // ow, ow * c  # x*1 + 0 then PReLU, from x into out in one pass
+            return jit.bind(jit.dw_1x1, x.reshape(rows, row), np.ones(row, F32), np.zeros(row, F32),
+                            f32c(-INF), f32c(INF), tile_row(al, ow), PRELU, F32(0), F32(0), out.reshape(rows, row))
+        return prelu_numpy(x, out, al, s[0])
+    return Spec(label, nodes, (x_tid,), (out_tid,), build,
+                pack=lambda: {"alpha": np.ascontiguousarray(np.broadcast_to(alpha, (c,)), F32),
+                              "zero": np.zeros(c, F32)},
+                scratch=scratch, inplace={out_tid: x_tid})
+
+
+def softmax_spec(label, nodes, x_tid, out_tid, shape) -> Spec:
+    rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+    n = shape[-1] if shape else 1
+
+    def build(a, s, _p, _k):
+        x, out = a[x_tid].reshape(rows, n), a[out_tid].reshape(rows, n)
+        if jit.AVAILABLE and n * rows <= 1 << 14:  # small: one call (numba's exp is scalar)
+            return jit.bind(jit.softmax_rows, x, out)
+        mx, sm = s[0], s[1]
+
+        def run():
+            np.max(x, axis=1, keepdims=True, out=mx)
+            np.subtract(x, mx, out=out)
+            np.exp(out, out=out)
+            np.sum(out, axis=1, keepdims=True, out=sm)
+            np.divide(out, sm, out=out)
+        return run
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((rows, 1), F32), ((rows, 1), F32)),
+                inplace={out_tid: x_tid})
+
+
+def concat_spec(label, nodes, operands: list, out_tid: int, axis: int, act: Act) -> Spec:
+    tids = tuple(o for o in operands if isinstance(o, int))
+
+    def build(a, _s, _p, _k):
+        parts = [a[o] if isinstance(o, int) else o for o in operands]
+        out = a[out_tid]
+        cat = np.concatenate
+        return seq(lambda: cat(parts, axis=axis, out=out, casting="unsafe"), clamp_fn(out, act.lo, act.hi))
+    # data movement: runs on the storage type (float16 in fp16 mode; clamps are exact there)
+    return Spec(label, nodes, tids, (out_tid,), build, float_io=False)
+
+
+def pad_spec(label, nodes, x_tid, out_tid, paddings: np.ndarray) -> Spec:
+    """PAD into a private zeroed buffer: only the interior is written per call."""
+    def build(a, _s, _p, _k):
+        x, out = a[x_tid], a[out_tid]
+        sl = tuple(slice(int(b), int(b) + d) for (b, _), d in zip(paddings, x.shape))
+        dst = out[sl]
+        return lambda: np.copyto(dst, x)
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, private_out=True, float_io=False)
+
+
+def reshape_spec(label, nodes, x_tid, out_tid) -> Spec:
+    return Spec(label, nodes, (x_tid,), (out_tid,), None, alias=True)
+
+
+# --- anything else: the reference kernel ------------------------------------------------------
+
+def reference_spec(label, nodes, ctx: NodeContext, tids: list, consts: dict[int, np.ndarray],
+                   float_io: bool) -> Spec:
+    """Run the node on its reference kernel, results copied into the planned buffers. Used for
+    quantized ops (the reference kernels are bit-exact) and rarely used float ops."""
+    fn = lookup(ctx.op).prepare(ctx)
+    ins_all = list(ctx.op.inputs)
+    reads = tuple(t for t in ins_all if t >= 0 and t not in consts)
+    outs = tuple(ctx.op.outputs)
+
+    def build(a, _s, _p, _k):
+        args = [None if t < 0 else (consts[t] if t in consts else a[t]) for t in ins_all]
+        dsts = [a[t] for t in outs]
+        if len(dsts) == 1:
+            d = dsts[0]
+
+            def run1():
+                r = fn(*args)
+                np.copyto(d, r[0] if isinstance(r, (tuple, list)) else r, casting="unsafe")
+            return run1
+
+        def run():
+            for d, r in zip(dsts, fn(*args)):
+                np.copyto(d, r, casting="unsafe")
+        return run
+    return Spec(label, nodes, reads, outs, build, float_io=float_io)
