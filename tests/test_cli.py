@@ -5,9 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-import typer
 
 from acelera.cli.app import build_app, main
 from acelera.registrar.registry import get_registry

@@ -31,16 +31,7 @@ EXAMPLE = ROOT / "examples" / "third_party_delegate" / "acelera_example.py"
 F32 = frozenset({"FLOAT32"})
 
 
-class EP:
-    """A stand-in for importlib.metadata.EntryPoint."""
-
-    def __init__(self, name, obj, dist="fake-dist"):
-        self.name = name
-        self._obj = obj
-        self.dist = types.SimpleNamespace(name=dist, version="9.9")
-
-    def load(self):
-        return self._obj
+from test_registrar import EP  # noqa: E402  (a stand-in for importlib.metadata.EntryPoint)
 
 
 def load_example():

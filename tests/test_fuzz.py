@@ -7,7 +7,6 @@ import os
 import time
 
 import numpy as np
-import pytest
 
 from acelera import AceleraError, ModelError
 from acelera.core import model as model_module

@@ -1,5 +1,4 @@
 """Partitioning: TFLite's epoch algorithm, limits, ordering, several delegates, fallback."""
-import warnings
 
 import numpy as np
 import pytest

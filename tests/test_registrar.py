@@ -1,7 +1,6 @@
 """Flags, config precedence, plugin discovery, broken plugins, ranking and building delegates."""
 import types
 
-import numpy as np
 import pytest
 
 from acelera import AceleraError

@@ -50,6 +50,8 @@ class OpSupport:
     dtypes: frozenset[str] = frozenset({"FLOAT32"})
     constraints: tuple[Constraint, ...] = ()
     min_version: int = 1
+    #: the input whose type is checked against `dtypes`; None = the first non-constant input
+    data_input: int | None = None
 
     def check(self, node: NodeContext) -> Support:
         name = node.op.name
@@ -58,7 +60,11 @@ class OpSupport:
             return Support(False, f"{name} v{v}: max version supported is {self.max_version}", "version")
         if v < self.min_version:
             return Support(False, f"{name} v{v}: min version supported is {self.min_version}", "version")
-        t = data_type(node)
+        if self.data_input is None:
+            t = data_type(node)
+        else:
+            d = node.input(self.data_input)
+            t = None if d is None else d.type_name
         if t is not None and t not in self.dtypes:
             return Support(False, f"{name}: input type {t} is not supported "
                                   f"(supported: {', '.join(sorted(self.dtypes))})", "input type")

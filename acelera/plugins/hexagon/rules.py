@@ -225,26 +225,7 @@ class HexagonOp(OpSupport):
     """An op row whose data type is read from a fixed input (`data_input`: the axis of SPLIT and the
     output shape of TRANSPOSE_CONV come first), not from the first non-constant input."""
 
-    data_input: int = 0
-
-    def check(self, node: NodeContext) -> Support:
-        name, v = node.op.name, node.version
-        if v > self.max_version:
-            return Support(False, f"{name} v{v}: max version supported is {self.max_version}", "version")
-        if v < self.min_version:
-            return Support(False, f"{name} v{v}: min version supported is {self.min_version}", "version")
-        t = node.input(self.data_input)
-        if t is not None and t.type_name not in self.dtypes:
-            return Support(False, f"{name}: input type {t.type_name} is not supported "
-                                  f"(supported: {', '.join(sorted(self.dtypes))})", "input type")
-        for c in self.constraints:
-            try:
-                ok = c.check(node)
-            except Exception as e:  # a constraint that cannot evaluate rejects the node
-                return Support(False, f"{name}: {c.description} (could not check: {type(e).__name__})", "constraint")
-            if not ok:
-                return Support(False, f"{name}: {c.description}", "constraint")
-        return Support(True)
+    data_input: int | None = 0
 
 
 def float_input(node: NodeContext) -> tuple[int, str] | None:
