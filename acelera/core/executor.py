@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -72,7 +72,6 @@ class Executor:
         self.values: list[np.ndarray | None] = [None] * len(subgraph.tensors)
         self.plan: list[Step] = []
         self.folded: set[int] = set()
-        self.prepared = False
         self._failed: Step | None = None
         self.report = None  # DelegationReport, set by partition.apply_delegates
 
@@ -103,28 +102,19 @@ class Executor:
             raise KernelError(f"{label}: cannot prepare kernel: {type(e).__name__}: {e}") from None
         return Step(label, fn, op.inputs, op.outputs, (i,))
 
-    def prepare(self, build_plan: Callable[["Executor"], list[Step]] | None = None) -> None:
-        """Build the plan (reference kernels unless `build_plan` says otherwise) and fix shapes."""
-        self.prepared = False
+    def prepare(self) -> None:
+        """Bind every node to its reference kernel in order (each sees the shapes its producers
+        computed), fix shapes with a pass on zero inputs, and fold constant subexpressions."""
         self.folded = set()
         self.values = [t.data if t.is_constant else None for t in self.sg.tensors]
-        for t in self.sg.tensors:
-            if t.is_variable and not t.is_constant:
-                self.values[t.index] = np.zeros(self.shapes[t.index], t.dtype)
+        self.reset_variables()
         self.plan = []
-        # Nodes are prepared in order so each sees the shapes its producers computed.
-        steps = build_plan(self) if build_plan else None
-        if steps is None:
-            for i in self.sg.execution_order:
-                step = self.reference_step(i)
-                self._shape_pass(step)
-        else:
-            self.plan = steps
+        for i in self.sg.execution_order:
+            self._shape_pass(self.reference_step(i))
         for t in self.sg.inputs:
             if self.values[t] is None or self.values[t].shape != self.shapes[t]:
                 self.values[t] = np.zeros(self.shapes[t], self.sg.tensors[t].dtype)
         self.reset_variables()
-        self.prepared = True
 
     def reset_variables(self) -> None:
         """Variable (state) tensors back to their initial value, as LiteRT's AllocateTensors does."""
