@@ -552,3 +552,63 @@ def test_shared_models_match_the_reference(models_dir, name, numba, monkeypatch)
             np.testing.assert_allclose(g, w, rtol=0, atol=1e-4 * max(1.0, float(np.max(np.abs(w)))))
         else:
             np.testing.assert_array_equal(g, w)
+
+
+# --- fused int8 epilogues (qjit) -------------------------------------------------------------------
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
+def test_int8_requantizer_matches_the_reference_exactly():
+    from acelera.core.kernels.conv import Requantizer
+    from acelera.plugins.xnnpack_cpu import qjit
+
+    rng = np.random.default_rng(0)
+    acc = rng.integers(-(1 << 31), 1 << 31, (64, 9), dtype=np.int64)
+    acc[0, :] = [-(1 << 31), (1 << 31) - 1, 0, 1, -1, 1 << 20, -(1 << 20), 12345, -12345]
+    for per_channel in (False, True):
+        n = 9 if per_channel else 1
+        mult = rng.integers(1 << 30, (1 << 31) - 1, n, dtype=np.int64)
+        mult[0] = (1 << 31) - 1
+        shift = rng.integers(-20, 4, n, dtype=np.int64)
+        for zp, lo, hi in ((0, -128, 127), (-7, -7, 127), (5, 5, 40)):
+            req = Requantizer(mult, shift, zp, lo, hi, np.int8, wide=False)
+            want = req(acc.copy())
+            dst = np.empty(acc.shape, np.int8)
+            got = qjit.FastRequantizer(req, dst)(acc.copy())
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(dst, want)
+
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize("op, act", [("FULLY_CONNECTED", "NONE"), ("FULLY_CONNECTED", "RELU"),
+                                     ("FULLY_CONNECTED", "RELU6"), ("CONV_2D", "RELU"),
+                                     ("DEPTHWISE_CONV_2D", "RELU6")])
+def test_int8_fast_paths_are_used_and_exact(op, act, monkeypatch):
+    from acelera.plugins.xnnpack_cpu import qjit
+
+    used = []
+    real = qjit.speed_up
+
+    def spy(name, fn, dst):
+        r = real(name, fn, dst)
+        used.append((name, r is not None))
+        return r
+    monkeypatch.setattr(qjit, "speed_up", spy)
+    if op == "FULLY_CONNECTED":
+        q, wq = q8_weights(conv_w(7, 1, 1, 33, seed=3).reshape(7, 33), 0)
+        b, bq = q8_bias(7, wq[0])
+        model = single_op_model(op, [In((3, 33), I8, QX), Const(q, wq), Const(b, bq)],
+                                [Out((3, 7), I8, QY)], version=4, fused_activation_function=act)
+    else:
+        dw = op == "DEPTHWISE_CONV_2D"
+        q, wq = q8_weights(conv_w(1 if dw else 6, 3, 3, 5, seed=4), 3 if dw else 0)
+        b, bq = q8_bias(5 if dw else 6, wq[0])
+        extra = {"depth_multiplier": 1} if dw else {}
+        model = single_op_model(op, [In((1, 9, 8, 5), I8, QX), Const(q, wq), Const(b, bq)],
+                                [Out((1, 9, 8, 5 if dw else 6), I8, QY)], version=3, padding="SAME", stride_h=1, stride_w=1,
+                                fused_activation_function=act, **extra)
+    check(model)
+    for seed in range(1, 4):
+        want, got, _, _ = run(model, seed=seed)
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w)
+    assert (op, True) in used
