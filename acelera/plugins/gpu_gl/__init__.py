@@ -9,7 +9,7 @@ tests cover.
 from __future__ import annotations
 
 from acelera.plugins.gpu_common import GPU_FLAGS, gpu_table, wants_backend
-from acelera.plugins.gpu_opencl import EXTRA as CL_EXTRA, OPS as CL_OPS, REPLACE as CL_REPLACE
+from acelera.plugins.gpu_plan.optable import EXTRA as PLAN_EXTRA, OPS as PLAN_OPS, REPLACE as PLAN_REPLACE
 from acelera.registrar import hookimpl
 from acelera.registrar.spec import DelegateSpec
 
@@ -27,9 +27,9 @@ GL_OPS = (
     "FULLY_CONNECTED", "SOFTMAX", "MEAN",
 )
 F = ("FLOAT32",)
-OPS = {op: (CL_OPS[op][0], ("FLOAT16",) if op == "DEQUANTIZE" else F) for op in GL_OPS}
-OP_TABLE = gpu_table("gpu-gl", OPS, {k: v for k, v in CL_EXTRA.items() if k in OPS},
-                     {k: v for k, v in CL_REPLACE.items() if k in OPS})
+OPS = {op: (PLAN_OPS[op][0], ("FLOAT16",) if op == "DEQUANTIZE" else F) for op in GL_OPS}
+OP_TABLE = gpu_table("gpu-gl", OPS, {k: v for k, v in PLAN_EXTRA.items() if k in OPS},
+                     {k: v for k, v in PLAN_REPLACE.items() if k in OPS})
 
 #: whether the conformance suite passes on this backend (it did on Mesa llvmpipe, fp16 and fp32
 #: storage: 166 pass, 8 skip (quantized models, not declared)); while False the plugin reports
