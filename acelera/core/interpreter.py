@@ -194,10 +194,8 @@ class Interpreter:
         rt = self._runtimes[0]
         if not rt.allocated:
             rt.invoke()  # raises the usual "not ready" error
-        elif self.num_threads is not None and self.num_threads > 0:
-            _blas_threads.run(self.num_threads, rt.ex.run)
         else:
-            rt.ex.run()
+            self._run(rt.ex)
 
     def reset_all_variables(self) -> None:
         """Reset every variable (state) tensor to its initial value."""
