@@ -299,6 +299,24 @@ def test_tolerance_rule_and_toml(tmp_path):
         Tolerances.load(f)
 
 
+def test_float_view_model_tolerance_bounds_the_average(tmp_path):
+    from acelera.conformance.suite import _average_ok
+
+    tol = Tolerances().for_case("float-view", "model")
+    assert tol.avg_steps == 12 and tol.steps == 128 and Tolerances().for_case("float-view", "op").steps == 1
+    entry: dict = {}
+    assert _average_ok(entry, 3.5, tol.avg_steps)[0] and entry["avg_steps"] == 3.5
+    ok, msg = _average_ok({}, 12.5, tol.avg_steps)
+    assert not ok and "average error 12.5 quantization steps (allowed 12)" in msg
+    f = tmp_path / "t.toml"
+    f.write_text("[tolerances.float-view.model]\navg_steps = 2\n")
+    assert Tolerances.load(f).for_case("float-view", "model").avg_steps == 2
+    assert "avg_steps=2" in Tolerances.load(f).for_case("float-view", "model").describe()
+    f.write_text("[tolerances.float-view.model]\navg_steps = -1\n")
+    with pytest.raises(ToleranceError, match="avg_steps must be a non-negative number"):
+        Tolerances.load(f)
+
+
 def test_precision_resolution():
     bare = types.SimpleNamespace(name="bare")
     assert resolve_precision(bare, None, "float") == "float32"

@@ -274,6 +274,12 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
 
 
+def _average_ok(entry: dict[str, Any], avg_steps: float, bound: float) -> tuple[bool, str]:
+    """The average-error bound of a model case (tolerance avg_steps), recorded in `entry`."""
+    entry.update(avg_steps=avg_steps, allowed_avg_steps=bound)
+    return avg_steps <= bound, f"average error {avg_steps:.3g} quantization steps (allowed {bound:g})"
+
+
 def _refusal_reasons(rep, name: str, node_count: int) -> str:
     bits = []
     for n in range(node_count):
@@ -546,6 +552,8 @@ class Certification:
                 ok = steps <= allowed_steps
                 entry.update(max_steps=steps, allowed_steps=allowed_steps, max_abs_error=steps * scale)
                 msg = f"{steps:g} quantization steps off (allowed {allowed_steps})"
+                if ok and tol.avg_steps is not None:
+                    ok, msg = _average_ok(entry, od.avg_value, tol.avg_steps)
             elif t.dtype.kind == "f":
                 quantum = 0.0
                 p = producers.get(od.tensor)
@@ -556,6 +564,8 @@ class Certification:
                 ok = od.max_abs_error <= allowed
                 entry.update(max_abs_error=od.max_abs_error, max_abs_reference=od.max_abs_reference, allowed=allowed)
                 msg = f"max |error| {od.max_abs_error:.6g} > allowed {allowed:.6g}"
+                if ok and quantum and tol.avg_steps is not None:
+                    ok, msg = _average_ok(entry, od.avg_value / quantum, tol.avg_steps)
             else:
                 ok = od.max_abs_error == 0
                 entry.update(max_abs_error=od.max_abs_error)

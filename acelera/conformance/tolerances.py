@@ -8,6 +8,9 @@ float32    float32 compute (other summation order, fused kernels, other libm): t
 float16    float16 storage and arithmetic (GPU with precision loss allowed, NNAPI allow_fp16,
            Core ML's Neural Engine): relative error of about 1e-2.
 integer    integer arithmetic that may round differently: at most 1 quantization step.
+float-view quantized models computed in float with quantization simulators between ops (the
+           view TFLite's GPU delegate runs them in): each op within 1 step, but 1-step
+           differences grow over layers, so whole models are judged on the average error.
 exact      bit-exact integer arithmetic: every value equal to the reference.
 =========  ==================================================================================
 
@@ -20,6 +23,10 @@ The rule. For one output, with ``err`` the largest |test - reference| over its e
 real units (quantized values are dequantized with the output's scale):
 
     err <= max(max_abs + rel * max|reference|, steps * quantum)
+
+and, where the tolerance sets ``avg_steps``, the average |test - reference| over the
+output's elements and runs (inference_diff's avg_error) in quantization steps must not exceed
+it.
 
 ``quantum`` is the output's quantization scale for quantized outputs; for a float output of a
 quantized case (DEQUANTIZE, models with float outputs behind DEQUANTIZE) it is the scale of
@@ -39,8 +46,18 @@ float32    max_abs 1e-5, rel 1e-5,     max_abs 1e-4, rel 1e-4, steps 1
 float16    max_abs 1e-3, rel 1e-2,     max_abs 1e-2, rel 5e-2, steps 2
            steps 1
 integer    steps 1                     steps 3
+float-view steps 1                     avg_steps 12, steps 128
 exact      all 0                       all 0
 =========  ==========================  ===========================================
+
+Why float-view's model bound is an average: the shared int8 MediaPipe models are
+ill-conditioned under quantization. LiteRT's own optimized int8 kernels (and its XNNPACK
+delegate) differ from LiteRT's reference kernels by up to 17 and 94 steps at single elements
+of face_detection_short_range_int8's two outputs, while their average differences stay at
+1.2-2.9 steps (10 on face_landmark_int8's one-element score). gpu-opencl's float view lands
+in the same place: averages of 1.1-9.5 steps (the 9.5 on that score) and single elements up
+to 116 steps. The bound is what LiteRT's optimized kernels themselves meet, rounded up: an
+average of 12 steps and a maximum of half the 8-bit range.
 
 Overrides come from a TOML file (`acelera conformance --tolerances FILE`, or
 `Tolerances.load(path)`); every key is optional and replaces only what it names::
@@ -79,8 +96,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-PRECISIONS = ("float32", "float16", "integer", "exact")
-KEYS = ("max_abs", "rel", "steps")
+PRECISIONS = ("float32", "float16", "integer", "float-view", "exact")
+KEYS = ("max_abs", "rel", "steps", "avg_steps")
 
 
 class ToleranceError(AceleraError):
@@ -94,6 +111,8 @@ class Tolerance:
     max_abs: float = 0.0
     rel: float = 0.0
     steps: float = 0.0
+    #: bound on the average error in quantization steps (model cases of quantized outputs); None: none
+    avg_steps: float | None = None
 
     def allowed(self, max_abs_reference: float, quantum: float | None = None) -> float:
         bound = self.max_abs + self.rel * max_abs_reference
@@ -102,19 +121,22 @@ class Tolerance:
         return bound
 
     def describe(self) -> str:
-        return f"max_abs={self.max_abs:g} rel={self.rel:g} steps={self.steps:g}"
+        avg = "" if self.avg_steps is None else f" avg_steps={self.avg_steps:g}"
+        return f"max_abs={self.max_abs:g} rel={self.rel:g} steps={self.steps:g}{avg}"
 
 
 DEFAULT_OP: dict[str, Tolerance] = {
     "float32": Tolerance(1e-5, 1e-5, 1),
     "float16": Tolerance(1e-3, 1e-2, 1),
     "integer": Tolerance(0.0, 0.0, 1),
+    "float-view": Tolerance(0.0, 0.0, 1),
     "exact": Tolerance(0.0, 0.0, 0),
 }
 DEFAULT_MODEL: dict[str, Tolerance] = {
     "float32": Tolerance(1e-4, 1e-4, 1),
     "float16": Tolerance(1e-2, 5e-2, 2),
     "integer": Tolerance(0.0, 0.0, 3),
+    "float-view": Tolerance(0.0, 0.0, 128, avg_steps=12),
     "exact": Tolerance(0.0, 0.0, 0),
 }
 
