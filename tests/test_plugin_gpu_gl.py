@@ -77,7 +77,7 @@ def op1(op, ins, out_shape, *, version=1, custom_code=None, custom_options=b"", 
 
 def cases():
     x4 = rnd(2, 5, 7, 6)
-    return {
+    cases = {
         "CONV_2D": op1("CONV_2D", [rnd(1, 9, 11, 6), Const(rnd(10, 3, 3, 6)), Const(rnd(10))], (1, 5, 6, 10),
                        padding="SAME", stride_h=2, stride_w=2, fused_activation_function="RELU6"),
         "CONV_2D-1x1": op1("CONV_2D", [rnd(1, 6, 9, 13), Const(rnd(7, 1, 1, 13)), Const(rnd(7))], (1, 6, 9, 7),
@@ -123,15 +123,59 @@ def cases():
         "SOFTMAX": op1("SOFTMAX", [rnd(3, 13, lo=-5, hi=5)], (3, 13), beta=1.0),
         "MEAN": op1("MEAN", [x4, Const(np.array([1, 2], np.int32))], (2, 1, 1, 6), keep_dims=True),
         "MEAN-channels": op1("MEAN", [x4, Const(np.array([-1], np.int32))], (2, 5, 7), keep_dims=False),
+        "TRANSPOSE_CONV": op1("TRANSPOSE_CONV", [Const(np.array([1, 10, 12, 5], np.int32)), Const(rnd(5, 3, 3, 6)),
+                                                 rnd(1, 5, 6, 6), Const(rnd(5))], (1, 10, 12, 5),
+                              version=3, padding="SAME", stride_h=2, stride_w=2),
+        "RESIZE_NEAREST_NEIGHBOR": op1("RESIZE_NEAREST_NEIGHBOR", [rnd(2, 3, 4, 5), Const(np.array([7, 9], np.int32))],
+                                       (2, 7, 9, 5)),
+        "PADV2": op1("PADV2", [x4, Const(np.array([[0, 0], [1, 0], [2, 1], [0, 0]], np.int32)),
+                               Const(np.array([0.5], F32))], (2, 6, 10, 6)),
+        "MIRROR_PAD": op1("MIRROR_PAD", [x4, Const(np.array([[0, 0], [1, 2], [2, 1], [0, 0]], np.int32))],
+                          (2, 8, 10, 6), mode="REFLECT"),
+        "SLICE": op1("SLICE", [x4, Const(np.array([1, 1, 2, 1], np.int32)), Const(np.array([1, 3, -1, 4], np.int32))],
+                     (1, 3, 5, 4)),
+        "TRANSPOSE": op1("TRANSPOSE", [x4, Const(np.array([0, 3, 1, 2], np.int32))], (2, 6, 5, 7)),
+        "DEPTH_TO_SPACE": op1("DEPTH_TO_SPACE", [rnd(1, 3, 2, 8)], (1, 6, 4, 2), block_size=2),
+        "SPACE_TO_DEPTH": op1("SPACE_TO_DEPTH", [rnd(1, 4, 6, 3)], (1, 2, 3, 12), block_size=2),
+        "LEAKY_RELU": op1("LEAKY_RELU", [x4], x4.shape, alpha=0.2),
+        "POW": op1("POW", [rnd(3, 6, lo=0.5, hi=2), rnd(3, 6)], (3, 6)),
     }
+    for op in ("RELU6", "RELU_N1_TO_1", "TANH", "EXP", "ABS", "NEG", "SIN", "COS", "SQUARE", "FLOOR", "ELU"):
+        cases[op] = op1(op, [rnd(2, 3, 5, 5, lo=-4, hi=4)], (2, 3, 5, 5))
+    for op in ("SQRT", "RSQRT", "LOG"):
+        cases[op] = op1(op, [rnd(3, 7, lo=0.1, hi=4)], (3, 7))
+    for op in ("SUB", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"):
+        kw = {"fused_activation_function": "RELU6"} if op in ("SUB", "DIV") else {}
+        b = rnd(*x4.shape, lo=0.5, hi=2) if op == "DIV" else rnd(*x4.shape)
+        cases[op] = op1(op, [x4, b], x4.shape, **kw)
+    return cases
 
 
 CASES = cases()
 
 
 def test_every_declared_op_has_a_case():
-    covered = {k.split("-")[0] for k in CASES} | {"DEQUANTIZE"}  # fp16 DEQUANTIZE: the model tests
-    assert set(gpu_gl.OP_TABLE.rows) == set(gpu_gl.OPS) and set(gpu_gl.OPS) <= covered
+    """Every op declared with FLOAT32 has a float case here (int8/uint8: test_gpu_gl_quant.py)."""
+    from acelera.plugins.gpu_plan.optable import OPS as PLAN_OPS
+
+    covered = {k.split("-")[0] for k in CASES} | {"QUANTIZE"}  # float QUANTIZE input: the quantized tests
+    assert set(gpu_gl.OP_TABLE.rows) == set(gpu_gl.OPS) == set(gpu_gl.GL_OPS)
+    assert {op for op, (_, dts) in gpu_gl.OPS.items() if "FLOAT32" in dts} <= covered
+    assert all(gpu_gl.OPS[op] == PLAN_OPS[op] for op in gpu_gl.OPS)  # the shared table's rows
+
+
+def test_pow_and_tanh_special_values():
+    """C's pow where GLSL's is undefined (negative bases, zero), NaN through TANH."""
+    x = np.array([[-2, -2, -2, -0.5, 0, 0, 0, 3, -3, 2, -1.5, 4, -0.0, np.nan, 1]], F32)
+    y = np.array([[3, 2, 0.5, -1, 0, 2, -1, 0.5, -2, 10, 1, -0.5, -3, 2, np.nan]], F32)
+    for half in (False, True):
+        (ref, got), = run(op1("POW", [x, y], x.shape)[0], [x, y], half)[0]
+        np.testing.assert_allclose(got, ref, rtol=1e-2 if half else 1e-6, equal_nan=True)
+        num = ~np.isnan(ref)
+        assert np.array_equal(np.signbit(got[num]), np.signbit(ref[num]))  # -inf, -0
+    t = np.array([[np.nan, -np.inf, np.inf, 0.5]], F32)
+    (ref, got), = run(op1("TANH", [t], t.shape)[0], [t])[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-6, equal_nan=True)
 
 
 @pytest.mark.parametrize("half", [False, True], ids=["fp32", "fp16"])
@@ -149,8 +193,11 @@ def test_spec_and_flags():
     shared = {f.name: f for f in CL.flags}
     for f in spec.flags:
         assert shared[f.name] == f  # identical specs of the shared GPU flags
-    assert delegate(True).precision == {"float": "float16", "integer": "integer"}
-    assert delegate(False).precision["float"] == "float32"
+    from acelera.plugins.gpu_common import gpu_precision
+    assert delegate(True).precision == gpu_precision({"gpu_precision_loss_allowed": True})
+    assert delegate(True).precision["float"] == "float16" and delegate(False).precision["float"] == "float32"
+    assert spec.model_types == CL.model_types  # the same quantized-model behaviour as gpu-opencl
+    assert "no program-binary serialization" not in spec.notes
 
 
 def test_probe_without_moderngl(monkeypatch):

@@ -93,7 +93,7 @@ def test_spec_flags_and_defaults():
     assert spec.default_max_partitions == 1 and spec.fp16_weights_aware and spec.precision == "float16"
     assert spec.partition_limits({"max_delegated_partitions": 0}) == (1, 0)
     d = load_delegate("gpu-opencl", {"gpu_precision_loss_allowed": False})
-    assert d.precision == {"float": "float32", "integer": "integer"}
+    assert d.precision == {"float": "float32", "integer": "float-view"}
     assert load_delegate("gpu-opencl").precision["float"] == "float16"
 
 
@@ -218,6 +218,18 @@ def float_cases():
     cases["SUB-scalar"] = op1("SUB", [Const(np.array(0.5, F32)), x4], x4.shape)
     cases["MAXIMUM-splat"] = op1("MAXIMUM", [x4, rnd(2, 5, 7, 1)], x4.shape)
     cases["POW"] = op1("POW", [rnd(3, 6, lo=0.5, hi=2), rnd(3, 6)], (3, 6))
+    cases["GELU"] = op1("GELU", [rnd(2, 3, 5, 5, lo=-4, hi=4)], (2, 3, 5, 5), approximate=False)
+    cases["GELU-approximate"] = op1("GELU", [rnd(3, 7, lo=-4, hi=4)], (3, 7), version=2, approximate=True)
+    cases["SIGN"] = op1("SIGN", [np.where(RNG.random((2, 5, 6)) < 0.2, 0, rnd(2, 5, 6)).astype(F32)], (2, 5, 6))
+    cases["ADD_N"] = op1("ADD_N", [x4, rnd(*x4.shape)], x4.shape)
+    divisor = (rnd(1, 1, 7, 6, lo=0.5, hi=3) * np.where(RNG.random((1, 1, 7, 6)) < 0.5, -1, 1)).astype(F32)
+    for op in ("FLOOR_DIV", "FLOOR_MOD"):
+        cases[op] = op1(op, [x4 * 4, divisor], x4.shape, version=2)
+        cases[f"{op}-const"] = op1(op, [rnd(3, 8, lo=-9, hi=9), Const(np.array(-2.5, F32))], (3, 8), version=2)
+    # float32 division rounds 62.576534 / 0.6075392 up to 103; TFLite's double quotient floors to 102
+    num = np.array([[62.576534, 6.0, 7.0, -7.0, 1.0, -1.0, 0.3, 9.0]], F32)
+    cases["FLOOR_DIV-double-quotient"] = op1("FLOOR_DIV", [num, Const(np.array([[0.6075392, 3.0, 7.0, 7.0, 0.1, 0.1, 0.1,
+                                                                                 -3.0]], F32))], num.shape, version=2)
     return cases
 
 
@@ -232,8 +244,11 @@ def test_float_op(name, half):
 
 
 def test_every_declared_op_is_tested():
+    from test_gpu_ops_logical import TESTED as logical
+    from test_gpu_ops_lstm import TESTED as lstm
+
     tested = {n.split("-")[0] for n in FLOAT_CASES} | set(QUANT_CASES_OPS) | {"QUANTIZE", "DEQUANTIZE"}
-    assert set(gpu_opencl.OPS) <= tested
+    assert set(gpu_opencl.OPS) <= tested | logical | lstm
 
 
 def test_runtime_weights():
@@ -267,6 +282,19 @@ def test_activation_fused_into_producer():
     it = check(b.build(), [rnd(1, 8, 8, 5)])
     kernel = it.execution_plan[0].fn.__self__
     assert [l.kernel for l in kernel.plan.launches] == ["conv2d_x8"]
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_fused_into_producer(approximate):
+    b = ModelBuilder()
+    x = b.add_input("x", (2, 7, 9), F32)
+    t = b.add_tensor("t", (2, 7, 9), F32)
+    b.add_operator("ADD", [x, b.add_constant("one", np.ones(9, F32))], [t], fused_activation_function="NONE")
+    y = b.add_tensor("y", (2, 7, 9), F32)
+    b.add_operator("GELU", [t], [y], approximate=approximate)
+    b.mark_outputs(y)
+    it = check(b.build(), [rnd(2, 7, 9, lo=-4, hi=2)])
+    assert [l.kernel for l in it.execution_plan[0].fn.__self__.plan.launches] == ["binary"]
 
 
 # --- quantized ------------------------------------------------------------------------------------
@@ -413,14 +441,14 @@ def test_model_int8(models_dir):
 # --- partitioning and logs ------------------------------------------------------------------------
 
 def partial_model():
-    """x -> ADD -> GELU (not declared) -> ADD -> ADD: two candidate partitions."""
+    """x -> ADD -> ROUND (not declared) -> ADD -> ADD: two candidate partitions."""
     b = ModelBuilder()
     t = b.add_input("x", (2, 6), F32)
     one = b.add_constant("one", np.ones((2, 6), F32))
-    for i, op in enumerate(["ADD", "GELU", "ADD", "ADD"]):
+    for i, op in enumerate(["ADD", "ROUND", "ADD", "ADD"]):
         nxt = b.add_tensor(f"t{i}", (2, 6), F32)
-        if op == "GELU":
-            b.add_operator("GELU", [t], [nxt])
+        if op == "ROUND":
+            b.add_operator("ROUND", [t], [nxt])
         else:
             b.add_operator("ADD", [t, one], [nxt], fused_activation_function="NONE")
         t = nxt
@@ -436,7 +464,7 @@ def test_partial_delegation_logs_like_tflite(caplog):
     assert it.delegation.nodes_of("gpu-opencl") == [2, 3]  # max_delegated_partitions defaults to 1
     text = caplog.text
     assert "Following operations are not supported by GPU delegate:" in text
-    assert "GELU: op is not supported by gpu-opencl" in text
+    assert "ROUND: op is not supported by gpu-opencl" in text
     assert "2 operations will run on the GPU, and the remaining 2 operations will run on the CPU." in text
     _, it = run(partial_model(), [rnd(2, 6)], max_delegated_partitions=2)
     assert it.delegation.nodes_of("gpu-opencl") == [0, 2, 3]

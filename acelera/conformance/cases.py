@@ -662,6 +662,21 @@ def batch_matmul(op: str) -> list[OpTemplate]:
                        "adj_y_const")]
 
 
+@generator("LSTM")
+def lstm(op: str) -> list[OpTemplate]:
+    """The basic kernel (kernel_type BASIC: input, previous activation, weights, biases, previous
+    state -> activation, state, concat and gate temporaries), float32 only; the full kernel's
+    20/24-input forms have no variant yet. A depth that is not a multiple of 4 is a probe
+    (TFLite's GPU delegate refuses it)."""
+    def tpl(label: str, nb: int, n_in: int, depth: int, probe: bool = False) -> OpTemplate:
+        weights = T((4 * depth, n_in + depth), role="weights", const=True, domain=(-0.5, 0.5))
+        ins = (T((nb, n_in)), T((nb, depth)), weights, T((4 * depth,), role="bias", const=True), T((nb, depth)))
+        outs = (T((nb, depth)), T((nb, depth)), T((nb, n_in + depth)), T((nb, 4 * depth)))
+        opts = {"kernel_type": "BASIC", "fused_activation_function": "TANH", "cell_clip": 0.0, "proj_clip": 0.0}
+        return OpTemplate(op, ins, outs, opts, label, probe=probe, dtypes=frozenset({"FLOAT32"}))
+    return [tpl("basic_b1_in5_d8", 1, 5, 8), tpl("basic_b2_in3_d4", 2, 3, 4), tpl("basic_depth6", 1, 3, 6, probe=True)]
+
+
 # --- materialization -----------------------------------------------------------------------
 @dataclass
 class Built:

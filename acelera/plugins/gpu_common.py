@@ -56,6 +56,14 @@ ARENA_QUANT = frozenset({"INT8", "UINT8"})
 #: fused activations the GPU delegate accepts: NONE, RELU, RELU_N1_TO_1, RELU6, TANH (not SIGN_BIT)
 FUSED_ACTIVATIONS = frozenset({0, 1, 2, 3, 4})
 ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+#: TFLite's extra allowed types (facts 6.1): bool outputs of the comparison and logical ops,
+#: bool LOGICAL_AND inputs, CAST between bool / float / int32, a bool SELECT condition, int32
+#: ONE_HOT and GATHER indices. The op's own row narrows them to the positions TFLite allows.
+EXTRA_TYPES = {
+    **{op: frozenset({"BOOL"}) for op in ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL",
+                                          "LOGICAL_AND", "SELECT", "SELECT_V2")},
+    "CAST": frozenset({"BOOL", "INT32"}), "ONE_HOT": frozenset({"INT32"}), "GATHER": frozenset({"INT32"}),
+}
 #: ops whose non-data inputs (shapes, axes, paddings, indices) are integer tensors
 _INDEX_INPUTS = {"RESHAPE": (1,), "PAD": (1,), "PADV2": (1,), "MIRROR_PAD": (1,), "SLICE": (1, 2),
                  "STRIDED_SLICE": (1, 2, 3), "TRANSPOSE": (1,), "MEAN": (1,), "SUM": (1,),
@@ -67,7 +75,7 @@ def general_support(node, enable_quant: bool) -> Support:
     """TFLite's checks that apply to every op: tensor ranks, arena types, fused activation."""
     name = node.op.name
     index_inputs = _INDEX_INPUTS.get(name, ())
-    arena = ARENA_FLOAT | (ARENA_QUANT if enable_quant else frozenset())
+    arena = ARENA_FLOAT | (ARENA_QUANT if enable_quant else frozenset()) | EXTRA_TYPES.get(name, frozenset())
     for i, t in enumerate(node.inputs):
         if t is None:
             continue
@@ -260,6 +268,11 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
 }
 
 
+#: the input whose type a row checks where it is not the first runtime input: SELECT's first
+#: input is its (bool) condition, its data are the if/else tensors
+DATA_INPUT = {"SELECT": 1, "SELECT_V2": 1}
+
+
 def gpu_table(name: str, ops: Mapping[str, tuple[int, Iterable[str]]] | None = None,
               extra: Mapping[str, tuple[Constraint, ...]] | None = None,
               replace: Mapping[str, tuple[Constraint, ...]] | None = None) -> OpTable:
@@ -277,7 +290,7 @@ def gpu_table(name: str, ops: Mapping[str, tuple[int, Iterable[str]]] | None = N
     for op, (version, dtypes) in ops.items():
         base = (replace or {}).get(op, CONSTRAINTS.get(op, ()))
         cons = tuple(base) + tuple((extra or {}).get(op, ()))
-        rows.append(OpSupport(op, version, frozenset(dtypes), cons))
+        rows.append(OpSupport(op, version, frozenset(dtypes), cons, data_input=DATA_INPUT.get(op)))
     return OpTable.of(rows, name)
 
 

@@ -5,15 +5,19 @@ a dedicated worker thread ("acelera-gl") and runs every GL call there: `GLDevice
 runs `fn` on that thread (directly when already on it) and waits for its result, so a kernel
 prepared on one thread can be invoked from any other. Calls are serialized; a call that does
 not finish within `CALL_TIMEOUT_S` raises `GLError` rather than hanging.
+
+Programs are built once per process, kernel and storage precision: from source (moderngl),
+or from a stored program binary (binaries.py) when the serialization cache has one.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import hashlib
 import threading
 
 from acelera.core.delegate import Support
 from acelera.core.errors import AceleraError
-from acelera.plugins.gpu_gl.shaders import VERSION_DESKTOP, VERSION_ES, shader_source
+from acelera.plugins.gpu_gl.shaders import KERNELS, VERSION_DESKTOP, VERSION_ES, shader_source
 
 CALL_TIMEOUT_S = 300.0
 
@@ -29,7 +33,16 @@ class GLDevice:
         self.ctx = None
         self.version_line = VERSION_ES
         self.programs: dict = {}
+        #: (kernel, half) -> "source" | "binary": how each program of `programs` was made
+        self.program_origin: dict = {}
         self.label = ""
+        self.binary_api = None
+        #: the program binary formats the driver offers (GL_PROGRAM_BINARY_FORMATS); empty: none
+        self.binary_formats: tuple[int, ...] = ()
+        #: why there are no binary formats ("" when there are)
+        self.binary_note = ""
+        self._digest = ""
+        self._identity: dict = {}
         self.call(self._open)
 
     def _open(self) -> None:
@@ -39,11 +52,23 @@ class GLDevice:
         self.ctx = moderngl.create_standalone_context(backend="egl", require=430)
         info = self.ctx.info
         self.label = f"{info.get('GL_RENDERER', '?')}, {info.get('GL_VERSION', '?')}"
+        self._identity = {k: str(info.get(k, "")) for k in ("GL_VENDOR", "GL_RENDERER", "GL_VERSION")}
         try:
             self.ctx.compute_shader(shader_source("unary", True, VERSION_ES))
         except Exception:
             # a desktop driver without ES 3.1 shading language: same bodies, desktop version line
             self.version_line = VERSION_DESKTOP
+        try:
+            from acelera.plugins.gpu_gl.binaries import BinaryAPI
+
+            self.binary_api = BinaryAPI()
+            self.binary_formats = self.binary_api.formats()
+            if not self.binary_formats:
+                mesa = " (Mesa offers none while its shader cache is disabled)" if "Mesa" in self.label else ""
+                self.binary_note = f"GL_NUM_PROGRAM_BINARY_FORMATS is 0{mesa}"
+        except Exception as e:  # noqa: BLE001  (no binaries is not an error)
+            self.binary_api, self.binary_formats = None, ()
+            self.binary_note = f"glGetProgramBinary/glProgramBinary unavailable ({type(e).__name__}: {e})"
 
     def call(self, fn, *args, **kw):
         if threading.current_thread() is self._thread:
@@ -55,8 +80,18 @@ class GLDevice:
             raise GLError(f"gpu-gl: a GL call did not finish within {CALL_TIMEOUT_S:.0f} s") from None
 
     def identity(self) -> dict:
-        info = self.ctx.info
-        return {k: str(info.get(k, "")) for k in ("GL_VENDOR", "GL_RENDERER", "GL_VERSION")}
+        """The device and driver strings (read on the GL thread when the context was made)."""
+        return dict(self._identity)
+
+    def source_digest(self) -> str:
+        """sha256 of every shader source this device compiles (part of the cache key)."""
+        if not self._digest:
+            h = hashlib.sha256(self.version_line.encode())
+            for k in sorted(KERNELS):
+                for half in (False, True):
+                    h.update(shader_source(k, half, self.version_line).encode())
+            self._digest = h.hexdigest()
+        return self._digest
 
     def program(self, kernel: str, half: bool):
         """The compute shader of `kernel` (compiled once per process and storage precision).
@@ -66,7 +101,44 @@ class GLDevice:
         if prg is None:
             prg = self.ctx.compute_shader(shader_source(kernel, half, self.version_line))
             self.programs[key] = prg
+            self.program_origin[key] = "source"
         return prg
+
+    def load_programs(self, half: bool, blobs: dict[str, bytes]) -> list[str]:
+        """Make the programs not built yet from stored binaries; the names the driver refused
+        (they are compiled from source when first used). Must run on the GL thread."""
+        refused = []
+        for name, blob in sorted(blobs.items()):
+            key = (name, half)
+            if key in self.programs or name not in KERNELS:
+                continue
+            prg = None
+            if self.binary_api is not None and self.binary_formats:
+                try:
+                    prg = self.binary_api.load(blob, self.binary_formats)
+                except Exception:  # noqa: BLE001  (a bad binary is rebuilt, never fatal)
+                    prg = None
+            if prg is None:
+                refused.append(name)
+            else:
+                self.programs[key] = prg
+                self.program_origin[key] = "binary"
+        return refused
+
+    def program_binaries(self, names, half: bool) -> dict[str, bytes]:
+        """The linked binaries of these kernels' programs (built now if needed); those the
+        driver does not give are left out. Must run on the GL thread."""
+        out = {}
+        if self.binary_api is None or not self.binary_formats:
+            return out
+        for name in names:
+            try:
+                blob = self.binary_api.get(self.program(name, half).glo)
+            except Exception:  # noqa: BLE001
+                blob = b""
+            if blob:
+                out[name] = blob
+        return out
 
 
 _device: GLDevice | None = None

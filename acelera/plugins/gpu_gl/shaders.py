@@ -54,11 +54,50 @@ int CI(int j) { return int(c[j]); }
 float CF(int j) { return uintBitsToFloat(c[j]); }
 int gid() { return int(gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u); }
 vec4 rnd(vec4 x) { return sign(x) * floor(abs(x) + 0.5); }
+vec4 as01(bvec4 m) { return mix(vec4(0.0), vec4(1.0), m); }
+/* GELU 0.5 x erfc(-x / sqrt 2) as max(x, 0) - 0.5 |x| erfc(|x| / sqrt 2), erfc by Abramowitz &
+   Stegun 7.1.26 (GLSL has no erf; absolute error < 1.5e-7), as the CPU reference computes it */
+vec4 gelu_erf(vec4 x) {
+  vec4 ax = abs(x), z = ax * 0.70710678;
+  vec4 t = 1.0 / (1.0 + 0.3275911 * z);
+  vec4 p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  return max(x, 0.0) - 0.5 * ax * p * exp(-z * z);
+}
+/* float -> int32 as LiteRT casts: truncate, saturate (2^31 stands for INT32_MAX), NaN -> max */
+vec4 to_int32(vec4 v) {
+  vec4 t = clamp(trunc(v), -2147483648.0, 2147483648.0);
+  return mix(t, vec4(2147483648.0), isnan(v));
+}
+/* x - q y with q y exact as a sum p + e (Dekker's product: ES 3.1 has no fma), so its sign is
+   exact when q is within one of x / y */
+vec4 remainder_of(vec4 x, vec4 q, vec4 y) {
+  vec4 cq = 4097.0 * q, cy = 4097.0 * y;
+  vec4 qh = cq - (cq - q), yh = cy - (cy - y);
+  vec4 ql = q - qh, yl = y - yh;
+  vec4 p = q * y;
+  vec4 e = ((qh * yh - p) + qh * yl + ql * yh) + ql * yl;
+  return (x - p) - e;
+}
+/* TFLite's floor of the (double) quotient: floor(x / y) fixed by the sign of the remainder */
+vec4 floor_div(vec4 x, vec4 y) {
+  vec4 q = floor(x / y);
+  vec4 r = remainder_of(x, q, y);
+  uvec4 p = uvec4(greaterThan(y, vec4(0.0))), n = uvec4(lessThan(y, vec4(0.0)));
+  q = mix(q, q - 1.0, bvec4(p & uvec4(lessThan(r, vec4(0.0))) | n & uvec4(greaterThan(r, vec4(0.0)))));
+  return mix(q, q + 1.0, bvec4(p & uvec4(greaterThanEqual(r, y)) | n & uvec4(lessThanEqual(r, y))));
+}
+/* TFLite's FloorMod: the truncated remainder (no fmod in GLSL: x - y trunc(x / y)) moved to the
+   divisor's sign */
+vec4 floor_mod(vec4 x, vec4 y) {
+  vec4 m = x - y * trunc(x / y);
+  uvec4 moved = uvec4(lessThan(y, vec4(0.0))) ^ uvec4(lessThan(m, vec4(0.0)));
+  return mix(m, m + y, bvec4(uvec4(notEqual(m, vec4(0.0))) & moved));
+}
 
 vec4 unary_op(vec4 v, int code, float lo, float hi) {
   switch (code) {
     case 0: return min(max(v, vec4(lo)), vec4(hi));
-    case 1: return tanh(clamp(v, -10.0, 10.0));
+    case 1: return mix(tanh(clamp(v, -10.0, 10.0)), v, isnan(v));
     case 2: return 1.0 / (1.0 + exp(-v));
     case 3: return v * clamp(v + 3.0, 0.0, 6.0) / 6.0;
     case 4: return mix(v * lo, v, greaterThanEqual(v, vec4(0.0)));
@@ -73,9 +112,13 @@ vec4 unary_op(vec4 v, int code, float lo, float hi) {
     case 13: return v * v;
     case 14: return floor(v);
     case 15: return mix(exp(v) - 1.0, v, greaterThan(v, vec4(0.0)));
-    case 16: return sign(v);
+    case 16: return mix(sign(v), v, isnan(v));
     case 17: return ceil(v);
     case 18: return rnd(v / lo) * lo;
+    case 19: return gelu_erf(v);
+    case 20: return 0.5 * v * (1.0 + tanh(clamp(0.7978845608 * (v + 0.044715 * v * v * v), -10.0, 10.0)));
+    case 21: return to_int32(v);
+    case 22: return as01(notEqual(v, vec4(0.0)));
   }
   return v;
 }
@@ -144,6 +187,21 @@ void main() {
 """
 
 KERNELS["binary"] = r"""
+/* C's pow (GLSL's pow is undefined for x < 0, and for x == 0 with y <= 0): pow(|x|, y), negated
+   for a negative base (or -0) and an odd integer power, NaN for a negative base and a
+   non-integer power or a NaN operand; pow(x, 0) = pow(1, y) = 1, pow(+-0, y) = +-0 / +-inf */
+vec4 cpow(vec4 x, vec4 y) {
+  vec4 r = pow(abs(x), y);
+  for (int k = 0; k < 4; k++) {
+    float a = x[k], e = y[k];
+    bool neg = (floatBitsToUint(a) >> 31) != 0u, odd = e == floor(e) && mod(e, 2.0) == 1.0;
+    if (e == 0.0 || a == 1.0) r[k] = 1.0;
+    else if (isnan(a) || isnan(e) || (a < 0.0 && e != floor(e))) r[k] = uintBitsToFloat(0x7FC00000u);
+    else if (a == 0.0) r[k] = e > 0.0 ? 0.0 : uintBitsToFloat(0x7F800000u);
+    if (neg && odd && !isnan(r[k])) r[k] = -r[k];
+  }
+  return r;
+}
 vec4 binary_op(vec4 x, vec4 y, int code) {
   switch (code) {
     case 0: return x + y;
@@ -154,7 +212,16 @@ vec4 binary_op(vec4 x, vec4 y, int code) {
     case 5: return min(x, y);
     case 6: return mix(x * y, x, greaterThanEqual(x, vec4(0.0)));
     case 7: return (x - y) * (x - y);
-    case 8: return pow(x, y);
+    case 8: return cpow(x, y);
+    case 9: return floor_div(x, y);
+    case 10: return floor_mod(x, y);
+    case 11: return as01(equal(x, y));
+    case 12: return as01(notEqual(x, y));
+    case 13: return as01(lessThan(x, y));
+    case 14: return as01(lessThanEqual(x, y));
+    case 15: return as01(greaterThan(x, y));
+    case 16: return as01(greaterThanEqual(x, y));
+    case 17: return as01(bvec4(uvec4(notEqual(x, vec4(0.0))) & uvec4(notEqual(y, vec4(0.0)))));
   }
   return x;
 }
@@ -465,6 +532,79 @@ def _tconv() -> str:
     lines += _store8(1, "((bb * OS + os) * OH + oy) * OW + ox", "true")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _exact_loads() -> str:
+    """Loads of operands that may hold float32 in a half plan (the `*_exact` and `where`
+    kernels' per-operand flags): LDX4_a(i, f32), LDX1_a(i, f32), for a, b and c."""
+    out = []
+    for t in "abc":
+        out.append(f"vec4 LDX4_{t}(int i, bool f) {{ if (!f) return LD4_{t}(i); int j = 4 * i; "
+                   f"return uintBitsToFloat(uvec4({t}[j], {t}[j + 1], {t}[j + 2], {t}[j + 3])); }}\n"
+                   f"float LDX1_{t}(int i, bool f) {{ return f ? uintBitsToFloat({t}[i]) : LD1_{t}(i); }}\n")
+    return "".join(out)
+
+
+KERNELS["unary_exact"] = _exact_loads() + r"""
+void main() {
+  int i = gid();
+  if (i >= P(12)) return;
+  int s = (i / P(16)) % P(10);
+  store4(epilogue(unary_op(LDX4_a(i, P(20) != 0), P(17), PF(18), PF(19))), i, s);
+}
+"""
+
+KERNELS["binary_exact"] = _exact_loads() + KERNELS["binary"].split("void main()")[0] + r"""
+void main() {
+  int i = gid();
+  if (i >= P(12)) return;
+  int H = P(16), W = P(17), S = P(18);
+  int w = i % W; int t = i / W;
+  int h = t % H; t /= H;
+  int s = t % S; int bb = t / S;
+  int ia = bb * P(20) + s * P(21) + h * P(22) + w * P(23);
+  int ib = bb * P(24) + s * P(25) + h * P(26) + w * P(27);
+  bool fa = P(31) != 0, fb = P(32) != 0;
+  vec4 x = P(28) != 0 ? vec4(LDX1_a(ia * 4, fa)) : LDX4_a(ia, fa);
+  vec4 y = P(29) != 0 ? vec4(LDX1_b(ib * 4, fb)) : LDX4_b(ib, fb);
+  store4(epilogue(binary_op(x, y, P(30))), i, s);
+}
+"""
+
+KERNELS["where"] = _exact_loads() + r"""
+int bidx(int k, int bb, int s, int h, int w) {
+  int o = 20 + 4 * k;
+  return bb * P(o) + s * P(o + 1) + h * P(o + 2) + w * P(o + 3);
+}
+void main() {
+  int i = gid();
+  if (i >= P(12)) return;
+  int H = P(16), W = P(17), S = P(18);
+  int w = i % W; int t = i / W;
+  int h = t % H; t /= H;
+  int s = t % S; int bb = t / S;
+  int ia = bidx(0, bb, s, h, w), ib = bidx(1, bb, s, h, w), ic = bidx(2, bb, s, h, w);
+  bool fa = P(35) != 0, fb = P(36) != 0, fc = P(37) != 0;
+  vec4 cnd = P(32) != 0 ? vec4(LDX1_a(ia, fa)) : LDX4_a(ia, fa);
+  vec4 x = P(33) != 0 ? vec4(LDX1_b(ib, fb)) : LDX4_b(ib, fb);
+  vec4 y = P(34) != 0 ? vec4(LDX1_c(ic, fc)) : LDX4_c(ic, fc);
+  store4(epilogue(mix(y, x, notEqual(cnd, vec4(0.0)))), i, s);
+}
+"""
+
+KERNELS["lstm_cell"] = r"""
+void main() {
+  int j = gid();
+  if (j >= P(12)) return;
+  int S = P(16);
+  int s = j % S, g0 = (j / S) * 4 * S + s;
+  vec4 ig = 1.0 / (1.0 + exp(-LD4_a(g0)));
+  vec4 f = 1.0 / (1.0 + exp(-LD4_a(g0 + 2 * S)));
+  vec4 st = ig * tanh(clamp(LD4_a(g0 + S), -10.0, 10.0)) + f * LD4_b(j);
+  if (P(17) != 0) st = tanh(clamp(st, -10.0, 10.0)) / (1.0 + exp(-LD4_a(g0 + 3 * S)));
+  store4(epilogue(st), j, s);
+}
+"""
 
 
 for _xb in CONV_BLOCKS:

@@ -17,7 +17,10 @@ Work is a 1-D range (each kernel decodes its own coordinates), so a kernel is sp
 the driver once for the single work-group size the runtime uses.
 
 ``STYPE`` is ``half`` when precision loss is allowed (``vload_half``/``vstore_half``, present
-on every device) and ``float`` otherwise; arithmetic is float32 in both cases.
+on every device) and ``float`` otherwise; arithmetic is float32 in both cases. The ``*_exact``
+kernels and ``where`` take one flag per operand saying it holds float32 even in a half plan
+(bool and int32 tensors, exact copies of inputs: gpu_plan.compiler.Compiler.operand); bools are
+0.0 / 1.0.
 
 Convolution and fully-connected kernels are register-blocked: a work item computes ``XB``
 neighbouring output columns times 2 output slices (8 channels, one float8 accumulator per
@@ -52,9 +55,24 @@ HEADER = r"""
 #define ST1(v, i, p) ((p)[(i)] = (v))
 #endif
 #define PF(i) as_float(p[(i)])
+#define LDF4(p, i) vload4((i), (__global const float *)(p))
+#define LDF1(p, i) (((__global const float *)(p))[(i)])
 #define MAD(x, y, z) fma((x), (y), (z))
 #define KARGS __global const STYPE *a, __global const STYPE *b, __global const STYPE *c, \
               __global STYPE *dst, __constant int *p
+
+inline float4 as01(int4 m) { return select((float4)(0.0f), (float4)(1.0f), m); }
+
+/* float -> int32 as LiteRT casts: truncate, saturate (2^31 stands for INT32_MAX: the host
+   clamps it), NaN -> INT32_MAX. */
+inline float4 to_int32(float4 v) {
+  float4 t = clamp(trunc(v), (float4)(-2147483648.0f), (float4)(2147483648.0f));
+  return select(t, (float4)(2147483648.0f), isnan(v));
+}
+
+/* An operand that holds float32 (f32 set) or the storage type. */
+inline float4 ld4x(__global const STYPE *t, int i, int f32) { return f32 ? LDF4(t, i) : LD4(t, i); }
+inline float ld1x(__global const STYPE *t, int i, int f32) { return f32 ? LDF1(t, i) : LD1(t, i); }
 
 inline float4 unary_op(float4 v, int code, float lo, float hi) {
   switch (code) {
@@ -74,9 +92,13 @@ inline float4 unary_op(float4 v, int code, float lo, float hi) {
     case 13: return v * v;
     case 14: return floor(v);
     case 15: return select(expm1(v), v, isgreater(v, (float4)(0.0f)));
-    case 16: return sign(v);
+    case 16: return select(as01(isgreater(v, (float4)(0.0f))) - as01(isless(v, (float4)(0.0f))), v, isnan(v));
     case 17: return ceil(v);
     case 18: return round(v / lo) * lo;
+    case 19: return 0.5f * v * erfc(-v * M_SQRT1_2_F);
+    case 20: return 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    case 21: return to_int32(v);
+    case 22: return as01(isnotequal(v, (float4)(0.0f)));
   }
   return v;
 }
@@ -121,6 +143,31 @@ __kernel void unary(KARGS) {
   store4(epilogue(v, p), i, s, dst, p);
 }
 
+/* unary_op with p20 set when a holds float32. */
+__kernel void unary_exact(KARGS) {
+  int i = get_global_id(0);
+  if (i >= p[12]) return;
+  int s = (i / p[16]) % p[10];
+  float4 v = unary_op(ld4x(a, i, p[20]), p[17], PF(18), PF(19));
+  store4(epilogue(v, p), i, s, dst, p);
+}
+
+/* TFLite's floor(x / y) (a double quotient there): the exact remainder fma(-q, y, x) must have
+   y's sign and be smaller than |y|, which fixes a quotient an approximate division put off. */
+inline float4 floor_div(float4 x, float4 y) {
+  float4 q = floor(x / y);
+  float4 r = fma(-q, y, x);
+  int4 pos = isgreater(y, (float4)(0.0f)), neg = isless(y, (float4)(0.0f));
+  q = select(q, q - 1.0f, (pos & isless(r, (float4)(0.0f))) | (neg & isgreater(r, (float4)(0.0f))));
+  return select(q, q + 1.0f, (pos & isgreaterequal(r, y)) | (neg & islessequal(r, y)));
+}
+
+/* TFLite's FloorMod: fmod (exact), moved to the divisor's sign. */
+inline float4 floor_mod(float4 x, float4 y) {
+  float4 m = fmod(x, y);
+  return select(m, m + y, isnotequal(m, (float4)(0.0f)) & (isless(y, (float4)(0.0f)) ^ isless(m, (float4)(0.0f))));
+}
+
 /* Binary op with broadcasting. Output H,W,S,B at p16..19; operand strides (b,s,h,w) in
    vectors at p20..23 (a) and p24..27 (b); p28/p29: a/b hold one channel (splat); p30: code. */
 inline float4 binary_op(float4 x, float4 y, int code) {
@@ -134,6 +181,15 @@ inline float4 binary_op(float4 x, float4 y, int code) {
     case 6: return select(x * y, x, isgreaterequal(x, (float4)(0.0f)));
     case 7: return (x - y) * (x - y);
     case 8: return pow(x, y);
+    case 9: return floor_div(x, y);
+    case 10: return floor_mod(x, y);
+    case 11: return as01(isequal(x, y));
+    case 12: return as01(isnotequal(x, y));
+    case 13: return as01(isless(x, y));
+    case 14: return as01(islessequal(x, y));
+    case 15: return as01(isgreater(x, y));
+    case 16: return as01(isgreaterequal(x, y));
+    case 17: return as01(isnotequal(x, (float4)(0.0f)) & isnotequal(y, (float4)(0.0f)));
   }
   return x;
 }
@@ -150,6 +206,57 @@ __kernel void binary(KARGS) {
   float4 x = p[28] ? (float4)(LD1(a, ia * 4)) : LD4(a, ia);
   float4 y = p[29] ? (float4)(LD1(b, ib * 4)) : LD4(b, ib);
   store4(epilogue(binary_op(x, y, p[30]), p), i, s, dst, p);
+}
+
+/* binary with p31/p32 set when a/b hold float32. */
+__kernel void binary_exact(KARGS) {
+  int i = get_global_id(0);
+  if (i >= p[12]) return;
+  int H = p[16], W = p[17], S = p[18];
+  int w = i % W; int t = i / W;
+  int h = t % H; t /= H;
+  int s = t % S; int bb = t / S;
+  int ia = bb * p[20] + s * p[21] + h * p[22] + w * p[23];
+  int ib = bb * p[24] + s * p[25] + h * p[26] + w * p[27];
+  float4 x = p[28] ? (float4)(ld1x(a, ia * 4, p[31])) : ld4x(a, ia, p[31]);
+  float4 y = p[29] ? (float4)(ld1x(b, ib * 4, p[32])) : ld4x(b, ib, p[32]);
+  store4(epilogue(binary_op(x, y, p[30]), p), i, s, dst, p);
+}
+
+/* SELECT / SELECT_V2: dst = a != 0 ? b : c. Output H,W,S,B at p16..19; strides (b,s,h,w) of
+   a, b, c at p20..23, p24..27, p28..31, in vectors, or in scalars for an operand read one
+   value at a time (p32..34 set); p35..37 set where the operand holds float32. */
+inline float4 ld_bcast(__global const STYPE *t, __constant int *p, int k, int bb, int s, int h, int w) {
+  int o = 20 + 4 * k;
+  int idx = bb * p[o] + s * p[o + 1] + h * p[o + 2] + w * p[o + 3];
+  return p[32 + k] ? (float4)(ld1x(t, idx, p[35 + k])) : ld4x(t, idx, p[35 + k]);
+}
+
+__kernel void where(KARGS) {
+  int i = get_global_id(0);
+  if (i >= p[12]) return;
+  int H = p[16], W = p[17], S = p[18];
+  int w = i % W; int t = i / W;
+  int h = t % H; t /= H;
+  int s = t % S; int bb = t / S;
+  float4 cnd = ld_bcast(a, p, 0, bb, s, h, w);
+  float4 x = ld_bcast(b, p, 1, bb, s, h, w), y = ld_bcast(c, p, 2, bb, s, h, w);
+  store4(epilogue(select(y, x, isnotequal(cnd, (float4)(0.0f))), p), i, s, dst, p);
+}
+
+/* Basic LSTM cell (LSTM kernel_type BASIC): a holds the gates [input, cell, forget, output] of
+   each row (4 * S slices), b the previous state (S slices); p16 S, p17 0: write the new state,
+   1: the new activation (recomputing the state). */
+__kernel void lstm_cell(KARGS) {
+  int j = get_global_id(0);
+  if (j >= p[12]) return;
+  int S = p[16];
+  int s = j % S, g0 = (j / S) * 4 * S + s;
+  float4 ig = 1.0f / (1.0f + exp(-LD4(a, g0)));
+  float4 f = 1.0f / (1.0f + exp(-LD4(a, g0 + 2 * S)));
+  float4 st = ig * tanh(LD4(a, g0 + S)) + f * LD4(b, j);
+  if (p[17]) st = tanh(st) / (1.0f + exp(-LD4(a, g0 + 3 * S)));
+  store4(epilogue(st, p), j, s, dst, p);
 }
 
 /* Element copy through an index map c = (dst, src) pairs in scalars (reshape, concat, pad,

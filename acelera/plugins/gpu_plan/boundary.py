@@ -4,6 +4,12 @@ Runtime inputs are (de)quantized to float, then packed into the device layout (P
 conv weight packer for runtime weights/biases) in the storage dtype; outputs are unpacked
 from PHWC4 and quantized back to the port's dtype. A backend kernel calls `_init_boundary`
 with its Plan, then `_to_device` per runtime input and `_from_device` per output.
+
+Bool and int32 tensors are floats on the device (bools 0/1); a port marked `float_storage`
+travels as float32 whatever the plan's storage (bool/int32 tensors of a half plan, and float32
+copies of inputs read exactly). A bool output is `value != 0`; an int32 output (a CAST result,
+already truncated on the device) saturates to the int32 range with NaN as the maximum, as
+LiteRT's float -> int cast does.
 """
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ import numpy as np
 
 from acelera.core.quant import round_half_away
 from acelera.plugins.gpu_plan.layout import Layout
+
+INT32_MAX = 2 ** 31 - 1
 
 if TYPE_CHECKING:
     from acelera.plugins.gpu_plan.plan import Plan, Port
@@ -40,14 +48,21 @@ class BoundaryMixin:
             x = ((x.astype(np.float64) - np.reshape(zps, shape)) * np.reshape(scales, shape)).astype(np.float32)
         elif port.scale:
             x = (x.astype(np.float32) - np.float32(port.zero_point)) * np.float32(port.scale)
+        dtype = np.float32 if port.float_storage else self.sdtype
         if port.pack:
             from acelera.plugins.gpu_plan.ops_conv import PACKERS
 
-            return PACKERS[port.pack](x.astype(np.float32), port.pack_arg).astype(self.sdtype)
-        return lay.pack(x, self.sdtype)
+            return PACKERS[port.pack](x.astype(np.float32), port.pack_arg).astype(dtype)
+        return lay.pack(x, dtype)
 
     def _from_device(self, port: Port, lay: Layout, flat: np.ndarray) -> np.ndarray:
         v = lay.unpack(flat, np.float32)
+        if port.dtype == "BOOL":
+            return v != 0
+        if port.dtype == "INT32":
+            with np.errstate(invalid="ignore"):
+                w = np.where(np.isnan(v), INT32_MAX, np.clip(v.astype(np.float64), -INT32_MAX - 1, INT32_MAX))
+            return w.astype(np.int32)
         dtype = np.dtype({"FLOAT32": np.float32, "FLOAT16": np.float16, "INT8": np.int8,
                           "UINT8": np.uint8}[port.dtype])
         if port.scale:

@@ -8,6 +8,15 @@ once here, dequantized to float for quantized models (the float view TFLite's GP
 runs quantized models in): each quantized tensor the partition produces is passed through a
 quantization simulator in its producer's epilogue, and the partition's int8/uint8 inputs and
 outputs are (de)quantized on the host at invoke.
+
+Bool and int32 tensors (comparison results, LOGICAL_AND, CAST, SELECT conditions) are floats
+inside a partition: bools 0.0 / 1.0, int32 values as float. In a half-storage plan their
+buffers hold float32 (`f32bufs`: every bool exact, int32 exact up to 2**24), so the kernels that
+read them take a per-operand flag (`operand`). Ops whose result jumps at a threshold
+(comparisons, FLOOR_DIV, FLOOR_MOD, SIGN, CAST to int32/bool) read a partition input or a
+constant operand as float32 too (`operand(..., exact=True)`): the host uploads a float32 copy,
+so rounding the input to half cannot flip a result the reference computes in float32. The
+host converts bool and int32 tensors at the partition boundary (boundary.py).
 """
 from __future__ import annotations
 
@@ -29,7 +38,10 @@ QUANT_TYPES = {"INT8": (-128, 127), "UINT8": (0, 255)}
 FUSED = {0: None, 1: (S.U_CLAMP, 0.0, np.inf), 2: (S.U_CLAMP, -1.0, 1.0), 3: (S.U_CLAMP, 0.0, 6.0),
          4: (S.U_TANH, 0.0, 0.0)}
 #: kernels whose output store runs the epilogue, so a following activation can fuse into them
-FUSABLE = ("conv2d", "depthwise", "fully_connected", "transpose_conv", "binary", "pool", "unary", "resize")
+FUSABLE = ("conv2d", "depthwise", "fully_connected", "transpose_conv", "binary", "pool", "unary", "resize",
+           "where")
+#: tensor types held in float32 buffers in a half-storage plan
+NON_FLOAT = frozenset({"BOOL", "INT32"})
 
 
 class CompileError(Exception):
@@ -65,6 +77,10 @@ class Compiler:
         self.writer: dict[str, int] = {}  # buffer -> index of the launch that last wrote it
         self.uses: dict[int, int] = {}
         self.extra_ports: list[Port] = []
+        #: buffers holding float32 in a half-storage plan, and float32 copies of operands
+        #: (tensor -> buffer) read exactly
+        self.f32bufs: set[str] = set()
+        self.exact_bufs: dict[int, str] = {}
         self._n = 0
         outs = set(partition.outputs)
         self.boundary_out = outs
@@ -113,7 +129,10 @@ class Compiler:
     def input(self, t: Tensor) -> str:
         """The buffer holding tensor t (a constant is packed and uploaded once)."""
         if t.index in self.tbuf:
-            return self.tbuf[t.index]
+            name = self.tbuf[t.index]
+            if name in self.f32bufs:
+                raise CompileError(f"{t.type_name} tensor '{t.name}' is read by a kernel without float32 operands")
+            return name
         if self.is_const(t):
             if t.index not in self.const_bufs:
                 lay = self.layout(t)
@@ -124,13 +143,48 @@ class Compiler:
         raise CompileError(f"tensor {t.index} ('{t.name}') is used before it is produced")
 
     def output(self, t: Tensor, data: np.ndarray | None = None) -> str:
-        """A fresh buffer for tensor t, produced by the node being compiled."""
+        """A fresh buffer for tensor t, produced by the node being compiled (float32 for bool and
+        int32 tensors in a half-storage plan)."""
         lay = self.layout(t)
-        name = self.add_buffer(lay.size * np.dtype(self.sdtype).itemsize, data, prefix="t")
+        f32 = self.half and t.type_name in NON_FLOAT
+        name = self.add_buffer(lay.size * (4 if f32 else np.dtype(self.sdtype).itemsize), data, prefix="t")
+        if f32:
+            self.f32bufs.add(name)
         self.tbuf[t.index] = name
         self.tlayout[t.index] = lay
         self.ttensor[t.index] = t
         return name
+
+    def operand(self, t: Tensor, exact: bool = False) -> tuple[str, int]:
+        """(buffer, 1 if it holds float32 in a half-storage plan) for a kernel that reads either.
+
+        With `exact`, a partition input or a constant is read from a float32 copy (uploaded by
+        the host, or packed here) instead of its half buffer."""
+        if t.index in self.tbuf:
+            name = self.tbuf[t.index]
+            if name in self.f32bufs:
+                return name, 1
+            if exact and self.half and t.index in self.part.inputs and t.index not in self.part.constants:
+                return self._exact_input(t), 1
+            return name, 0
+        if exact and self.half and self.is_const(t):
+            if t.index not in self.exact_bufs:
+                data = self.layout(t).pack(self.value(t), np.float32)
+                self.exact_bufs[t.index] = self.add_buffer(data.nbytes, data)
+                self.f32bufs.add(self.exact_bufs[t.index])
+            return self.exact_bufs[t.index], 1
+        return self.input(t), 0
+
+    def _exact_input(self, t: Tensor) -> str:
+        """A float32 copy of runtime partition input t, uploaded by the host at invoke."""
+        if t.index not in self.exact_bufs:
+            name = self.add_buffer(self.layout(t).size * 4, prefix="t")
+            self.f32bufs.add(name)
+            p = port(t, name)
+            p.index, p.float_storage = self.part.inputs.index(t.index), True
+            self.extra_ports.append(p)
+            self.exact_bufs[t.index] = name
+        return self.exact_bufs[t.index]
 
     def alias(self, out: Tensor, src: Tensor) -> None:
         self.tbuf[out.index] = self.input(src)
@@ -193,6 +247,8 @@ class Compiler:
             return None
         if a is None:
             a = dst  # unused inputs still need a valid buffer
+        if dst in self.f32bufs:
+            params[S.P_F32OUT] = 1
         l = Launch(kernel, int(n), (a, b or a, c or a, dst), params, node)
         self.plan.launches.append(l)
         self.writer[dst] = len(self.plan.launches) - 1
@@ -245,13 +301,15 @@ class Compiler:
             tt = self._tensor(t)
             buf = None if t in part.constants else self.tbuf[t]
             p = port(tt, buf)
-            p.index = i
+            p.index, p.float_storage = i, buf in self.f32bufs
             plan.inputs.append(p)
         plan.inputs.extend(self.extra_ports)
         for t in part.outputs:
             if t not in self.tbuf:
                 raise CompileError(f"partition output {t} is not produced")
-            plan.outputs.append(port(self.ttensor.get(t) or self._tensor(t), self.tbuf[t]))
+            p = port(self.ttensor.get(t) or self._tensor(t), self.tbuf[t])
+            p.float_storage = p.buffer in self.f32bufs
+            plan.outputs.append(p)
         if self.half:
             self._float_outputs()
         used = {a for l in plan.launches for a in l.args} | {p.buffer for p in plan.outputs}
@@ -274,7 +332,8 @@ class Compiler:
         for p in plan.outputs:
             b = p.buffer
             ls = writers.get(b, [])
-            if not ls or b in read or b in inputs or outs.count(b) != 1 or plan.buffers[b].data is not None:
+            if (p.float_storage or not ls or b in read or b in inputs or outs.count(b) != 1
+                    or plan.buffers[b].data is not None):
                 continue
             for l in ls:
                 l.params[S.P_F32OUT] = 1
@@ -338,6 +397,6 @@ def custom_ints(ctx: NodeContext, n: int) -> tuple[int, ...]:
 
 
 def compile_partition(partition: Partition, half: bool) -> Plan:
-    from acelera.plugins.gpu_plan import ops_conv, ops_elementwise, ops_layout  # noqa: F401  (register)
+    from acelera.plugins.gpu_plan import ops_conv, ops_elementwise, ops_layout, ops_logical, ops_lstm  # noqa: F401
 
     return Compiler(partition, half).compile()

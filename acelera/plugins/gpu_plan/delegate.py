@@ -11,6 +11,9 @@ from acelera.core.delegate import Delegate, Partition, Support
 from acelera.plugins.gpu_common import general_support, gpu_precision, unsupported_message
 
 TANH = 4
+#: ops whose fused_activation_function is their own (cell) activation, which the CPU kernel
+#: applies, rather than an epilogue the CPU kernels ignore
+OWN_ACTIVATION = ("LSTM",)
 
 
 class GpuDelegate(Delegate):
@@ -44,7 +47,8 @@ class GpuDelegate(Delegate):
     # --- support ---------------------------------------------------------------------------
     def is_node_supported(self, node) -> Support:
         s = general_support(node, self.enable_quant)
-        if s.ok and int(node.options.get("fused_activation_function", 0) or 0) == TANH:
+        if (s.ok and int(node.options.get("fused_activation_function", 0) or 0) == TANH
+                and node.op.name not in OWN_ACTIVATION):
             # TFLite's GPU delegate applies a fused TANH, its CPU kernels ignore it (clamp
             # only): the node stays on the CPU rather than disagree with the reference.
             s = Support(False, f"{node.op.name}: fused activation TANH is not supported by {self.name}",

@@ -1,9 +1,16 @@
 """Elementwise, pooling, resize, softmax and reduction ops.
 
-Activation ops (RELU, RELU6, LOGISTIC, TANH, HARD_SWISH, ...) are folded into the kernel that
-produced their input when that tensor has no other use (Compiler.fuse_activation); otherwise
-they run as a `unary` launch. Binary ops broadcast through per-operand strides on the PHWC4
-layout, so constants are packed in their own shape.
+Activation ops (RELU, RELU6, LOGISTIC, TANH, HARD_SWISH, GELU, ...) are folded into the kernel
+that produced their input when that tensor has no other use (Compiler.fuse_activation);
+otherwise they run as a `unary` launch. Binary ops broadcast through per-operand strides on the
+PHWC4 layout, so constants are packed in their own shape; ADD_N (2 inputs) is an ADD.
+
+Ops whose result jumps at a threshold (FLOOR_DIV, FLOOR_MOD, SIGN here; comparisons and CAST in
+ops_logical) run as `binary_exact` / `unary_exact`: the same kernels with per-operand float32
+flags, reading partition inputs and constants exactly (Compiler.operand). FLOOR_DIV is
+TFLite's floor of the quotient computed in double: the kernel corrects floor(x / y) by the sign
+of the exact remainder fma(-q, y, x), so an approximate device division cannot put it off by
+one; FLOOR_MOD is fmod (exact) moved to the divisor's sign.
 """
 from __future__ import annotations
 
@@ -25,12 +32,17 @@ ACTIVATIONS = {
     "RELU_0_TO_1": (S.U_CLAMP, 0.0, 1.0), "LOGISTIC": (S.U_SIGMOID, 0.0, 0.0), "TANH": (S.U_TANH, 0.0, 0.0),
     "HARD_SWISH": (S.U_HARD_SWISH, 0.0, 0.0),
 }
+#: GELU's approximate option -> unary code (GELU fuses like the activations above)
+GELU = {False: S.U_GELU, True: S.U_GELU_TANH}
 #: the other unary ops
 UNARY = {"EXP": S.U_EXP, "ABS": S.U_ABS, "NEG": S.U_NEG, "SQRT": S.U_SQRT, "RSQRT": S.U_RSQRT, "LOG": S.U_LOG,
          "SIN": S.U_SIN, "COS": S.U_COS, "SQUARE": S.U_SQUARE, "FLOOR": S.U_FLOOR, "ELU": S.U_ELU,
          "CEIL": S.U_CEIL}
 BINARY = {"ADD": S.B_ADD, "SUB": S.B_SUB, "MUL": S.B_MUL, "DIV": S.B_DIV, "MAXIMUM": S.B_MAX,
-          "MINIMUM": S.B_MIN, "PRELU": S.B_PRELU, "SQUARED_DIFFERENCE": S.B_SQDIFF, "POW": S.B_POW}
+          "MINIMUM": S.B_MIN, "PRELU": S.B_PRELU, "SQUARED_DIFFERENCE": S.B_SQDIFF, "POW": S.B_POW,
+          "ADD_N": S.B_ADD}
+#: binary ops run by `binary_exact` (operands read exactly where they come from the host)
+BINARY_EXACT = {"FLOOR_DIV": S.B_FLOOR_DIV, "FLOOR_MOD": S.B_FLOOR_MOD}
 REDUCE = {"SUM": S.R_SUM, "MEAN": S.R_MEAN, "REDUCE_MAX": S.R_MAX, "REDUCE_MIN": S.R_MIN,
           "REDUCE_PROD": S.R_PROD}
 
@@ -46,10 +58,12 @@ def _unary_launch(c: Compiler, ctx: NodeContext, act) -> None:
              c.params(n, ly, y, (ly.H * ly.W, code, float(lo), float(hi))), ctx.index)
 
 
-@handles(*ACTIVATIONS, "LEAKY_RELU")
+@handles(*ACTIVATIONS, "LEAKY_RELU", "GELU")
 def activation(c: Compiler, ctx: NodeContext) -> None:
     if ctx.op.name == "LEAKY_RELU":
         act = (S.U_LEAKY, float(np.float32(ctx.options.get("alpha", 0.0))), 0.0)
+    elif ctx.op.name == "GELU":
+        act = (GELU[bool(ctx.options.get("approximate", False))], 0.0, 0.0)
     else:
         act = ACTIVATIONS[ctx.op.name]
     if not c.fuse_activation(ctx.input(0), ctx.outputs[0], act):
@@ -59,6 +73,22 @@ def activation(c: Compiler, ctx: NodeContext) -> None:
 @handles(*UNARY)
 def unary(c: Compiler, ctx: NodeContext) -> None:
     _unary_launch(c, ctx, (UNARY[ctx.op.name], 0.0, 0.0))
+
+
+def unary_exact(c: Compiler, ctx: NodeContext, code: int, lo: float = 0.0, hi: float = 0.0) -> None:
+    """A unary op reading its input exactly (float32 where the plan has it, see Compiler.operand)."""
+    x, y = ctx.input(0), ctx.outputs[0]
+    ly = c.layout(y)
+    a, fa = c.operand(x, exact=True)
+    dst = c.output(y)
+    n = ly.vectors
+    c.launch("unary_exact", n, a, None, None, dst,
+             c.params(n, ly, y, (ly.H * ly.W, code, float(lo), float(hi), fa)), ctx.index)
+
+
+@handles("SIGN")
+def sign(c: Compiler, ctx: NodeContext) -> None:
+    unary_exact(c, ctx, S.U_SIGN)
 
 
 @handles("QUANTIZE")
@@ -96,8 +126,9 @@ def operand_view(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[li
     return strides, splat
 
 
-@handles(*BINARY)
-def binary(c: Compiler, ctx: NodeContext) -> None:
+def binary_launch(c: Compiler, ctx: NodeContext, code: int, exact: bool = False) -> None:
+    """A broadcasting binary op: `binary`, or `binary_exact` reading operands exactly (float32
+    flags at p31/p32, see Compiler.operand)."""
     ins = [t for t in ctx.inputs if t is not None]
     if len(ins) != 2:
         raise CompileError(f"{ctx.op.name} needs 2 inputs")
@@ -107,12 +138,25 @@ def binary(c: Compiler, ctx: NodeContext) -> None:
     oshape = tuple(int(d) for d in y.shape)
     sa, pa = operand_view(tuple(int(d) for d in x0.shape), oshape)
     sb, pb = operand_view(tuple(int(d) for d in x1.shape), oshape)
-    a, b = c.input(x0), c.input(x1)
+    if exact:
+        (a, fa), (b, fb) = c.operand(x0, exact=True), c.operand(x1, exact=True)
+    else:
+        a, b = c.input(x0), c.input(x1)
     dst = c.output(y)
     n = ly.vectors
     act = fused(ctx) if "fused_activation_function" in ctx.options else None
-    geom = (ly.H, ly.W, ly.S, ly.B, *sa, *sb, pa, pb, BINARY[ctx.op.name])
-    c.launch("binary", n, a, b, None, dst, c.params(n, ly, y, geom, act), ctx.index)
+    geom = (ly.H, ly.W, ly.S, ly.B, *sa, *sb, pa, pb, code) + ((fa, fb) if exact else ())
+    c.launch("binary_exact" if exact else "binary", n, a, b, None, dst, c.params(n, ly, y, geom, act), ctx.index)
+
+
+@handles(*BINARY)
+def binary(c: Compiler, ctx: NodeContext) -> None:
+    binary_launch(c, ctx, BINARY[ctx.op.name])
+
+
+@handles(*BINARY_EXACT)
+def binary_exact(c: Compiler, ctx: NodeContext) -> None:
+    binary_launch(c, ctx, BINARY_EXACT[ctx.op.name], exact=True)
 
 
 @handles("MAX_POOL_2D", "AVERAGE_POOL_2D")

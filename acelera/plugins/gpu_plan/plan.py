@@ -44,7 +44,8 @@ class Port:
     #: how the host packs it: "" = the PHWC4 layout, else a weights packer (ops_conv.PACKERS)
     pack: str = ""
     pack_arg: int = 0
-    #: outputs only: the buffer holds float32 although the plan stores half
+    #: the buffer holds float32 although the plan stores half (bool/int32 tensors, outputs kept
+    #: in full precision, float32 copies of inputs read exactly); the host packs/reads float32
     float_storage: bool = False
     #: per-channel quantization of a runtime weights input: scales, zero points, axis
     channel_quant: tuple = ()

@@ -1,0 +1,90 @@
+"""ADD_N, FLOOR_DIV, FLOOR_MOD and SIGN (tflite/kernels/{add_n,floor_div,floor_mod,sign}.cc).
+
+* ADD_N: float32 / int32 inputs of one shape (no broadcasting), summed in input order.
+* FLOOR_DIV: the floor of the quotient computed in double, cast back (float32, int8, int16,
+  int32), with broadcasting.
+* FLOOR_MOD: the remainder of the truncating division (fmod for float32) moved to the
+  divisor's sign when non-zero (float32, int8, int16, int32, int64), with broadcasting.
+* SIGN: (0 < x) - (x < 0) for float32 and int32; a float NaN passes through (LiteRT's sign).
+
+An integer divisor of 0 fails LiteRT's invoke; as DIV does here, a constant one makes the node
+unsupported and a runtime one gives 0 (the executor's shape pass feeds all-zero inputs).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.errors import ModelError
+from acelera.core.kernels.activations import ndarray_kernel, unary_io
+from acelera.core.kernels.binary import F32, I8, I16, I32, I64, binary_operands, scalar_safe
+from acelera.core.kernels.registry import NodeContext, register
+
+
+@register("ADD_N", max_version=1)
+def add_n(node: NodeContext):
+    ins = list(node.inputs)
+    if not ins or any(t is None for t in ins) or len(node.outputs) != 1:
+        raise ModelError("ADD_N: expects at least 1 input and 1 output")
+    dt = ins[0].dtype
+    if dt not in (F32, I32):
+        raise node.unsupported(f"input type {ins[0].type_name} is not supported")
+    if any(t.dtype != dt for t in ins) or node.outputs[0].dtype != dt:
+        raise node.unsupported("inputs and output must have one type")
+    if any(tuple(t.shape) != tuple(ins[0].shape) for t in ins):
+        raise ModelError("ADD_N: inputs must have one shape")
+
+    def run(*xs):
+        out = np.array(xs[0], dt, copy=True)
+        with np.errstate(over="ignore"):
+            for x in xs[1:]:
+                out += x
+        return out
+    return run
+
+
+def _int_operands(node: NodeContext, allowed):
+    a, b, _ = binary_operands(node, allowed)
+    if a.dtype != F32 and b.data is not None and np.any(b.data == 0):
+        raise node.unsupported("division by zero (constant divisor holds zero)")
+    return a
+
+
+@register("FLOOR_DIV", max_version=3)
+def floor_div(node: NodeContext):
+    dt = _int_operands(node, {F32, I8, I16, I32}).dtype
+    if dt == F32:
+        def run_f(x, y):
+            with np.errstate(all="ignore"):
+                return np.floor(x.astype(np.float64) / y.astype(np.float64)).astype(np.float32)
+        return scalar_safe(run_f)
+
+    def run_i(x, y):
+        with np.errstate(all="ignore"):
+            return np.floor_divide(x, y).astype(dt)  # exact: the double quotient of ints < 2**31
+    return scalar_safe(run_i)
+
+
+@register("FLOOR_MOD", max_version=2)
+def floor_mod(node: NodeContext):
+    if _int_operands(node, {F32, I8, I16, I32, I64}).dtype == F32:
+        def run_f(x, y):
+            with np.errstate(all="ignore"):
+                m = np.fmod(x, y)
+                return np.where((m != 0) & ((y < 0) != (m < 0)), m + y, m).astype(np.float32)
+        return scalar_safe(run_f)
+
+    def run_i(x, y):
+        with np.errstate(all="ignore"):
+            return np.mod(x, y)  # numpy's integer mod has the divisor's sign: TFLite's FloorMod
+    return scalar_safe(run_i)
+
+
+@register("SIGN", max_version=2)
+@ndarray_kernel
+def sign(node: NodeContext):
+    x, _ = unary_io(node, (np.float32, np.int32))
+
+    def run(v):
+        r = (v > 0).astype(x.dtype) - (v < 0).astype(x.dtype)
+        return np.where(np.isnan(v), v, r) if x.dtype == np.float32 else r
+    return run

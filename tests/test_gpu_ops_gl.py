@@ -1,0 +1,56 @@
+"""The GLSL versions of the new GPU ops (gpu_gl/shaders.py: GELU, SIGN, ADD_N, FLOOR_DIV,
+FLOOR_MOD, comparisons, LOGICAL_AND, CAST, SELECT, basic LSTM) run the same plans as gpu-opencl.
+
+gpu-gl does not declare these ops yet, so its delegate is given gpu-opencl's op table here.
+Bool and int32 results must equal the reference; float results are held to the float
+tolerances (GLSL has no fmod: FLOOR_MOD's truncated remainder is x - y trunc(x / y) there).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acelera import Interpreter
+
+pytest.importorskip("moderngl", reason="moderngl is not installed")
+
+from acelera.plugins import gpu_gl, gpu_opencl  # noqa: E402
+from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
+
+if not glctx.probe().ok:
+    pytest.skip(f"no usable headless GL context: {glctx.probe().reason}", allow_module_level=True)
+
+from test_gpu_ops_logical import CASES as LOGICAL  # noqa: E402
+from test_gpu_ops_lstm import basic_lstm  # noqa: E402
+from test_plugin_gpu_opencl import FLOAT_CASES  # noqa: E402
+
+NEW = ("GELU", "SIGN", "ADD_N", "FLOOR_DIV", "FLOOR_MOD")
+CASES = {k: v for k, v in FLOAT_CASES.items() if k.split("-")[0] in NEW}
+CASES.update({k: v for k, v in LOGICAL.items() if not k.endswith("one-ulp")})
+CASES["LSTM"] = basic_lstm(2, 5, 8)
+
+
+@pytest.mark.parametrize("half", [False, True], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_new_op_on_gl(name, half):
+    model, inputs = CASES[name]
+    ref = Interpreter(model_content=model)
+    ref.allocate_tensors()
+    d = gpu_gl.create({"gpu_precision_loss_allowed": half})
+    d.op_table = gpu_opencl.OP_TABLE
+    it = Interpreter(model_content=model, experimental_delegates=[d])
+    it.allocate_tensors()
+    assert not it.delegation.failures and len(it.delegation.nodes_of("gpu-gl")) == 1, it.delegation.rejections
+    for det, x in zip(ref.get_input_details(), inputs):
+        ref.set_tensor(det["index"], x)
+        it.set_tensor(det["index"], x)
+    ref.invoke()
+    it.invoke()
+    for o in ref.get_output_details():
+        want, got = ref.get_tensor(o["index"]), it.get_tensor(o["index"])
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if want.dtype.kind != "f":
+            np.testing.assert_array_equal(got, want)
+        else:
+            scale = max(float(np.abs(want).max()), 1.0)
+            np.testing.assert_allclose(got, want, atol=(2e-3 if half else 2e-6) * scale, rtol=1e-2 if half else 1e-5)

@@ -1,0 +1,101 @@
+"""gpu-opencl: the basic LSTM kernel (kernel_type BASIC) against the CPU reference, and the
+LSTM forms TFLite's GPU delegate refuses."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acelera import Interpreter, load_delegate
+from acelera.core.builder import ModelBuilder
+from test_plugin_gpu_opencl import F32, RNG, check, rnd
+
+TESTED = {"LSTM"}
+
+
+def basic_lstm(nb=2, n_in=5, depth=8, variable=False, version=2, **opts):
+    """input, previous activation, weights, biases, previous state -> activation, state,
+    concat_temp, activ_temp; the state inputs are graph inputs unless `variable`."""
+    b = ModelBuilder()
+    x = b.add_input("x", (nb, n_in), F32)
+    prev_a = (b.add_tensor("a", (nb, depth), F32, is_variable=True) if variable
+              else b.add_input("a", (nb, depth), F32))
+    w = b.add_constant("w", (RNG.standard_normal((4 * depth, n_in + depth)) * 0.5).astype(F32))
+    bias = b.add_constant("b", RNG.standard_normal(4 * depth).astype(F32))
+    prev_s = (b.add_tensor("s", (nb, depth), F32, is_variable=True) if variable
+              else b.add_input("s", (nb, depth), F32))
+    shapes = {"activ": (nb, depth), "state": (nb, depth), "concat": (nb, n_in + depth), "gates": (nb, 4 * depth)}
+    outs = [b.add_tensor(n, shape, F32) for n, shape in shapes.items()]
+    opts = {"kernel_type": "BASIC", "fused_activation_function": "TANH", **opts}
+    b.add_operator("LSTM", [x, prev_a, w, bias, prev_s], outs, version=version, **opts)
+    b.mark_outputs(*outs)
+    inputs = [rnd(nb, n_in)] + ([] if variable else [rnd(nb, depth), rnd(nb, depth, lo=-2, hi=2)])
+    return b.build(), inputs
+
+
+@pytest.mark.parametrize("half", [False, True], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("shape", [(1, 5, 8), (3, 4, 4), (2, 13, 12)], ids=lambda s: "b{}_in{}_d{}".format(*s))
+@pytest.mark.parametrize("version", [1, 4])
+def test_basic_lstm(shape, half, version):
+    model, inputs = basic_lstm(*shape, version=version)
+    it = check(model, inputs, half=half)
+    plan = it.execution_plan[0].fn.__self__.plan
+    kernels = [l.kernel for l in plan.launches]
+    assert kernels[-3:] == ["fully_connected", "lstm_cell", "lstm_cell"], kernels
+
+
+def test_state_fed_back_over_steps():
+    """Running the cell over a sequence by feeding activation and state back stays on the reference."""
+    model, (x, a, s) = basic_lstm(2, 5, 8)
+    ref = Interpreter(model_content=model)
+    gpu = Interpreter(model_content=model, experimental_delegates=[load_delegate("gpu-opencl", {
+        "gpu_precision_loss_allowed": False})])
+    states = {}
+    for it in (ref, gpu):
+        it.allocate_tensors()
+        ins, outs = it.get_input_details(), it.get_output_details()
+        cur_a, cur_s = a, s
+        for step in range(4):
+            for d, v in zip(ins, (x + step, cur_a, cur_s)):
+                it.set_tensor(d["index"], v)
+            it.invoke()
+            cur_a, cur_s = it.get_tensor(outs[0]["index"]), it.get_tensor(outs[1]["index"])
+        states[it is gpu] = (cur_a, cur_s)
+    for want, got in zip(states[False], states[True]):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+REFUSED = [
+    ("variable-state", dict(variable=True), "not variable tensors"),
+    ("depth-not-multiple-of-4", dict(depth=6), "a multiple of 4"),
+    ("cell-clip", dict(cell_clip=3.0), "no cell_clip or proj_clip"),
+    ("relu", dict(fused_activation_function="RELU"), "TANH activation"),
+]
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_like_tflite(case):
+    _, kw, why = case
+    model, _ = basic_lstm(**kw)
+    it = Interpreter(model_content=model, experimental_delegates=[load_delegate("gpu-opencl")])
+    it.allocate_tensors()
+    assert it.delegation.nodes_of("gpu-opencl") == []
+    reason = it.delegation.rejections[0][0][1]
+    assert why in reason, reason
+
+
+def test_full_kernel_refused():
+    b = ModelBuilder()
+    n_in, n_cell = 3, 4
+    x = b.add_input("x", (1, n_in), F32)
+    w = [b.add_constant(f"w{k}", rnd(n_cell, n_in)) for k in range(4)]
+    r = [b.add_constant(f"r{k}", rnd(n_cell, n_cell)) for k in range(4)]
+    bs = [b.add_constant(f"b{k}", rnd(n_cell)) for k in range(4)]
+    h = b.add_tensor("h", (1, n_cell), F32, is_variable=True)
+    c = b.add_tensor("c", (1, n_cell), F32, is_variable=True)
+    y = b.add_tensor("y", (1, n_cell), F32)
+    b.add_operator("LSTM", [x, *w, *r, -1, -1, -1, *bs, -1, -1, h, c], [y], fused_activation_function="TANH")
+    b.mark_outputs(y)
+    it = Interpreter(model_content=b.build(), experimental_delegates=[load_delegate("gpu-opencl")])
+    it.allocate_tensors()
+    assert it.delegation.nodes_of("gpu-opencl") == []
+    assert "basic kernel only" in it.delegation.rejections[0][0][1]
