@@ -1,7 +1,6 @@
 """The GLSL versions of the new GPU ops (gpu_gl/shaders.py: GELU, SIGN, ADD_N, FLOOR_DIV,
 FLOOR_MOD, comparisons, LOGICAL_AND, CAST, SELECT, basic LSTM) run the same plans as gpu-opencl.
 
-gpu-gl does not declare these ops yet, so its delegate is given gpu-opencl's op table here.
 Bool and int32 results must equal the reference; float results are held to the float
 tolerances (GLSL has no fmod: FLOOR_MOD's truncated remainder is x - y trunc(x / y) there).
 """
@@ -14,7 +13,7 @@ from acelera import Interpreter
 
 pytest.importorskip("moderngl", reason="moderngl is not installed")
 
-from acelera.plugins import gpu_gl, gpu_opencl  # noqa: E402
+from acelera.plugins import gpu_gl  # noqa: E402
 from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
 
 if not glctx.probe().ok:
@@ -26,7 +25,7 @@ from test_plugin_gpu_opencl import FLOAT_CASES  # noqa: E402
 
 NEW = ("GELU", "SIGN", "ADD_N", "FLOOR_DIV", "FLOOR_MOD")
 CASES = {k: v for k, v in FLOAT_CASES.items() if k.split("-")[0] in NEW}
-CASES.update({k: v for k, v in LOGICAL.items() if not k.endswith("one-ulp")})
+CASES.update(LOGICAL)
 CASES["LSTM"] = basic_lstm(2, 5, 8)
 
 
@@ -37,7 +36,6 @@ def test_new_op_on_gl(name, half):
     ref = Interpreter(model_content=model)
     ref.allocate_tensors()
     d = gpu_gl.create({"gpu_precision_loss_allowed": half})
-    d.op_table = gpu_opencl.OP_TABLE
     it = Interpreter(model_content=model, experimental_delegates=[d])
     it.allocate_tensors()
     assert not it.delegation.failures and len(it.delegation.nodes_of("gpu-gl")) == 1, it.delegation.rejections

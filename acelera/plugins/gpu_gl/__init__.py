@@ -35,6 +35,9 @@ GL_OPS = (
     "SUB", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "POW",
     "TRANSPOSE_CONV", "RESIZE_NEAREST_NEIGHBOR",
     "PADV2", "MIRROR_PAD", "SLICE", "TRANSPOSE", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH",
+    # TFLite's seed list and the ops around LOGICAL_AND (bools as 0/1 floats, converted at the boundary)
+    "GELU", "SIGN", "ADD_N", "FLOOR_DIV", "FLOOR_MOD", "LSTM",
+    "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "LOGICAL_AND", "CAST", "SELECT", "SELECT_V2",
 )
 #: the same rows (versions and data types, int8/uint8 included) as the shared table
 OPS = {op: PLAN_OPS[op] for op in GL_OPS}

@@ -20,7 +20,7 @@ where a desktop driver refuses the ES line (the bodies are ES-compatible).
 """
 from __future__ import annotations
 
-from acelera.plugins.gpu_plan.params import CONV_BLOCKS, DW_BLOCK
+from acelera.plugins.gpu_plan.params import ACC_CHUNK, CONV_BLOCKS, DW_BLOCK
 
 LOCAL_SIZE = 64
 P_WORDS = 64  # parameter block: ivec4[16]
@@ -397,7 +397,7 @@ def _mad8(xb: int, ind: str) -> list[str]:
            f"{ind}  mat4 wl = mat4(LD4_b(q), LD4_b(q + 2), LD4_b(q + 4), LD4_b(q + 6));",
            f"{ind}  mat4 wh = mat4(LD4_b(q + 1), LD4_b(q + 3), LD4_b(q + 5), LD4_b(q + 7));"]
     for x in range(xb):
-        out.append(f"{ind}  lo{x} += wl * v{x}; hi{x} += wh * v{x};")
+        out.append(f"{ind}  plo{x} += wl * v{x}; phi{x} += wh * v{x};")
     out.append(f"{ind}}}")
     return out
 
@@ -412,8 +412,13 @@ def _store8(xb: int, index: str, cond: str) -> list[str]:
     return out
 
 
-def _acc8(xb: int) -> list[str]:
-    return [f"  vec4 lo{x} = vec4(0.0), hi{x} = vec4(0.0);" for x in range(xb)]
+def _acc8(xb: int, ind: str = "  ", prefix: str = "") -> list[str]:
+    return [f"{ind}vec4 {prefix}lo{x} = vec4(0.0), {prefix}hi{x} = vec4(0.0);" for x in range(xb)]
+
+
+def _fold8(xb: int, ind: str) -> list[str]:
+    """Add the partial sums (see gpu_opencl.source: two-level dot products) to the totals."""
+    return [f"{ind}lo{x} += plo{x}; hi{x} += phi{x};" for x in range(xb)]
 
 
 def _conv(xb: int, pointwise: bool) -> str:
@@ -429,14 +434,17 @@ def _conv(xb: int, pointwise: bool) -> str:
     if pointwise:
         lines += [f"  int ix{x} = min(ox0 + {x}, OW - 1);" for x in X]
         lines += ["  int sbase = bb * IS * plane + oy * IW;", "  int wo = g * IS * 4;",
-                  "  for (int s = 0; s < IS; s++) {", "    int so = sbase + s * plane;"]
-        lines += [f"    vec4 v{x} = LD4_a(so + ix{x});" for x in X]
-        lines += _mad8(xb, "    ")
-        lines += ["    wo += 4;", "  }"]
+                  f"  for (int s0 = 0; s0 < IS; s0 += {ACC_CHUNK}) {{"]
+        lines += _acc8(xb, "    ", "p")
+        lines += [f"    for (int s = s0; s < min(s0 + {ACC_CHUNK}, IS); s++) {{", "      int so = sbase + s * plane;"]
+        lines += [f"      vec4 v{x} = LD4_a(so + ix{x});" for x in X]
+        lines += _mad8(xb, "      ")
+        lines += ["      wo += 4;", "    }"] + _fold8(xb, "    ") + ["  }"]
     else:
         lines += ["  for (int ky = 0; ky < KH; ky++) {", "    int iy = oy * SH - PT + ky * DH;",
-                  "    if (iy < 0 || iy >= IH) continue;", "    int sbase = bb * IS * plane + iy * IW;",
-                  "    for (int kx = 0; kx < KW; kx++) {"]
+                  "    if (iy < 0 || iy >= IH) continue;", "    int sbase = bb * IS * plane + iy * IW;"]
+        lines += _acc8(xb, "    ", "p")
+        lines += ["    for (int kx = 0; kx < KW; kx++) {"]
         for x in X:
             lines += [f"      int ix{x} = (ox0 + {x}) * SW - PL + kx * DW;",
                       f"      bool ok{x} = ix{x} >= 0 && ix{x} < IW;",
@@ -445,7 +453,7 @@ def _conv(xb: int, pointwise: bool) -> str:
                   "        int so = sbase + s * plane;"]
         lines += [f"        vec4 v{x} = ok{x} ? LD4_a(so + ix{x}) : vec4(0.0);" for x in X]
         lines += _mad8(xb, "        ")
-        lines += ["        wo += 4;", "      }", "    }", "  }"]
+        lines += ["        wo += 4;", "      }", "    }"] + _fold8(xb, "    ") + ["  }"]
     lines += _store8(xb, "((bb * OS + os) * OH + oy) * OW + ox0 + {x}", "ox0 + {x} < OW")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -506,9 +514,11 @@ def _fc() -> str:
     lines = ["void main() {", "  int gi = gid();", "  if (gi >= P(12)) return;", "  int KS = P(16), OS = P(17);",
              "  int g = gi % P(23), n = gi / P(23);", "  int ib = n * P(19);"]
     lines += _acc8(1)
-    lines += ["  int wo = g * KS * 4;", "  for (int k = 0; k < KS; k++) {", "    vec4 v0 = LD4_a(ib + k * P(20));"]
-    lines += _mad8(1, "    ")
-    lines += ["    wo += 4;", "  }"]
+    lines += ["  int wo = g * KS * 4;", f"  for (int k0 = 0; k0 < KS; k0 += {ACC_CHUNK}) {{"]
+    lines += _acc8(1, "    ", "p")
+    lines += [f"    for (int k = k0; k < min(k0 + {ACC_CHUNK}, KS); k++) {{", "      vec4 v0 = LD4_a(ib + k * P(20));"]
+    lines += _mad8(1, "      ")
+    lines += ["      wo += 4;", "    }"] + _fold8(1, "    ") + ["  }"]
     lines += _store8(1, "n * P(21) + os * P(22)", "true")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -525,10 +535,11 @@ def _tconv() -> str:
               "  for (int ky = yy % SH; ky < KH; ky += SH) {", "    int iy = (yy - ky) / SH;",
               "    if (iy < 0 || iy >= IH) continue;", "    for (int kx = xx % SW; kx < KW; kx += SW) {",
               "      int ix = (xx - kx) / SW;", "      if (ix < 0 || ix >= IW) continue;",
-              "      int wo = ((g * KH + ky) * KW + kx) * IS * 4;", "      int so = bb * IS * plane + iy * IW + ix;",
-              "      for (int s = 0; s < IS; s++) {", "        vec4 v0 = LD4_a(so + s * plane);"]
+              "      int wo = ((g * KH + ky) * KW + kx) * IS * 4;", "      int so = bb * IS * plane + iy * IW + ix;"]
+    lines += _acc8(1, "      ", "p")
+    lines += ["      for (int s = 0; s < IS; s++) {", "        vec4 v0 = LD4_a(so + s * plane);"]
     lines += _mad8(1, "        ")
-    lines += ["        wo += 4;", "      }", "    }", "  }"]
+    lines += ["        wo += 4;", "      }"] + _fold8(1, "      ") + ["    }", "  }"]
     lines += _store8(1, "((bb * OS + os) * OH + oy) * OW + ox", "true")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -33,10 +33,7 @@ LiteRT's own CPU kernels disagree with each other.
 from __future__ import annotations
 
 # Register blocks, parameter-block layout and op codes are backend-neutral: gpu_plan.params.
-from acelera.plugins.gpu_plan.params import CONV_BLOCKS, DW_BLOCK
-
-#: input slices summed into a partial sum before it is added to the accumulator
-ACC_CHUNK = 8
+from acelera.plugins.gpu_plan.params import ACC_CHUNK, CONV_BLOCKS, DW_BLOCK
 
 HEADER = r"""
 #ifdef HALF_STORAGE
