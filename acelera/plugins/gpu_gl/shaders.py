@@ -177,16 +177,8 @@ float ld_chan(int bb, int ch, int y, int x, int S, int H, int W) {
 
 KERNELS: dict[str, str] = {}
 
-KERNELS["unary"] = r"""
-void main() {
-  int i = gid();
-  if (i >= P(12)) return;
-  int s = (i / P(16)) % P(10);
-  store4(epilogue(unary_op(LD4_a(i), P(17), PF(18), PF(19))), i, s);
-}
-"""
 
-KERNELS["binary"] = r"""
+_BINARY_OPS = r"""
 /* C's pow (GLSL's pow is undefined for x < 0, and for x == 0 with y <= 0): pow(|x|, y), negated
    for a negative base (or -0) and an odd integer power, NaN for a negative base and a
    non-integer power or a NaN operand; pow(x, 0) = pow(1, y) = 1, pow(+-0, y) = +-0 / +-inf */
@@ -224,19 +216,6 @@ vec4 binary_op(vec4 x, vec4 y, int code) {
     case 17: return as01(bvec4(uvec4(notEqual(x, vec4(0.0))) & uvec4(notEqual(y, vec4(0.0)))));
   }
   return x;
-}
-void main() {
-  int i = gid();
-  if (i >= P(12)) return;
-  int H = P(16), W = P(17), S = P(18);
-  int w = i % W; int t = i / W;
-  int h = t % H; t /= H;
-  int s = t % S; int bb = t / S;
-  int ia = bb * P(20) + s * P(21) + h * P(22) + w * P(23);
-  int ib = bb * P(24) + s * P(25) + h * P(26) + w * P(27);
-  vec4 x = P(28) != 0 ? vec4(LD1_a(ia * 4)) : LD4_a(ia);
-  vec4 y = P(29) != 0 ? vec4(LD1_b(ib * 4)) : LD4_b(ib);
-  store4(epilogue(binary_op(x, y, P(30))), i, s);
 }
 """
 
@@ -546,7 +525,7 @@ def _tconv() -> str:
 
 
 def _exact_loads() -> str:
-    """Loads of operands that may hold float32 in a half plan (the `*_exact` and `where`
+    """Loads of operands that may hold float32 in a half plan (the `unary`, `binary` and `where`
     kernels' per-operand flags): LDX4_a(i, f32), LDX1_a(i, f32), for a, b and c."""
     out = []
     for t in "abc":
@@ -556,7 +535,7 @@ def _exact_loads() -> str:
     return "".join(out)
 
 
-KERNELS["unary_exact"] = _exact_loads() + r"""
+KERNELS["unary"] = _exact_loads() + r"""
 void main() {
   int i = gid();
   if (i >= P(12)) return;
@@ -565,7 +544,7 @@ void main() {
 }
 """
 
-KERNELS["binary_exact"] = _exact_loads() + KERNELS["binary"].split("void main()")[0] + r"""
+KERNELS["binary"] = _exact_loads() + _BINARY_OPS + r"""
 void main() {
   int i = gid();
   if (i >= P(12)) return;

@@ -17,8 +17,8 @@ Work is a 1-D range (each kernel decodes its own coordinates), so a kernel is sp
 the driver once for the single work-group size the runtime uses.
 
 ``STYPE`` is ``half`` when precision loss is allowed (``vload_half``/``vstore_half``, present
-on every device) and ``float`` otherwise; arithmetic is float32 in both cases. The ``*_exact``
-kernels and ``where`` take one flag per operand saying it holds float32 even in a half plan
+on every device) and ``float`` otherwise; arithmetic is float32 in both cases. ``unary``, ``binary``
+and ``where`` take one flag per operand saying it holds float32 even in a half plan
 (bool and int32 tensors, exact copies of inputs: gpu_plan.compiler.Compiler.operand); bools are
 0.0 / 1.0.
 
@@ -131,17 +131,9 @@ inline float ld_chan(__global const STYPE *t, int b, int ch, int y, int x, int S
 """
 
 GENERIC = r"""
-/* Elementwise unary op over every vector of a tensor. p16: H*W, p17: code, p18/19: lo/hi. */
+/* Elementwise unary op over every vector of a tensor. p16: H*W, p17: code, p18/19: lo/hi,
+   p20: set when a holds float32 (an exact operand in a half plan, see gpu_plan.params). */
 __kernel void unary(KARGS) {
-  int i = get_global_id(0);
-  if (i >= p[12]) return;
-  int s = (i / p[16]) % p[10];
-  float4 v = unary_op(LD4(a, i), p[17], PF(18), PF(19));
-  store4(epilogue(v, p), i, s, dst, p);
-}
-
-/* unary_op with p20 set when a holds float32. */
-__kernel void unary_exact(KARGS) {
   int i = get_global_id(0);
   if (i >= p[12]) return;
   int s = (i / p[16]) % p[10];
@@ -166,7 +158,8 @@ inline float4 floor_mod(float4 x, float4 y) {
 }
 
 /* Binary op with broadcasting. Output H,W,S,B at p16..19; operand strides (b,s,h,w) in
-   vectors at p20..23 (a) and p24..27 (b); p28/p29: a/b hold one channel (splat); p30: code. */
+   vectors at p20..23 (a) and p24..27 (b); p28/p29: a/b hold one channel (splat); p30: code;
+   p31/p32: a/b hold float32 (exact operands in a half plan). */
 inline float4 binary_op(float4 x, float4 y, int code) {
   switch (code) {
     case 0: return x + y;
@@ -192,21 +185,6 @@ inline float4 binary_op(float4 x, float4 y, int code) {
 }
 
 __kernel void binary(KARGS) {
-  int i = get_global_id(0);
-  if (i >= p[12]) return;
-  int H = p[16], W = p[17], S = p[18];
-  int w = i % W; int t = i / W;
-  int h = t % H; t /= H;
-  int s = t % S; int bb = t / S;
-  int ia = bb * p[20] + s * p[21] + h * p[22] + w * p[23];
-  int ib = bb * p[24] + s * p[25] + h * p[26] + w * p[27];
-  float4 x = p[28] ? (float4)(LD1(a, ia * 4)) : LD4(a, ia);
-  float4 y = p[29] ? (float4)(LD1(b, ib * 4)) : LD4(b, ib);
-  store4(epilogue(binary_op(x, y, p[30]), p), i, s, dst, p);
-}
-
-/* binary with p31/p32 set when a/b hold float32. */
-__kernel void binary_exact(KARGS) {
   int i = get_global_id(0);
   if (i >= p[12]) return;
   int H = p[16], W = p[17], S = p[18];

@@ -6,8 +6,8 @@ otherwise they run as a `unary` launch. Binary ops broadcast through per-operand
 PHWC4 layout, so constants are packed in their own shape; ADD_N (2 inputs) is an ADD.
 
 Ops whose result jumps at a threshold (FLOOR_DIV, FLOOR_MOD, SIGN here; comparisons and CAST in
-ops_logical) run as `binary_exact` / `unary_exact`: the same kernels with per-operand float32
-flags, reading partition inputs and constants exactly (Compiler.operand). FLOOR_DIV is
+ops_logical) set the `binary` / `unary` kernels' per-operand float32 flags, so they read
+partition inputs and constants exactly (Compiler.operand). FLOOR_DIV is
 TFLite's floor of the quotient computed in double: the kernel corrects floor(x / y) by the sign
 of the exact remainder fma(-q, y, x), so an approximate device division cannot put it off by
 one; FLOOR_MOD is fmod (exact) moved to the divisor's sign.
@@ -41,7 +41,7 @@ UNARY = {"EXP": S.U_EXP, "ABS": S.U_ABS, "NEG": S.U_NEG, "SQRT": S.U_SQRT, "RSQR
 BINARY = {"ADD": S.B_ADD, "SUB": S.B_SUB, "MUL": S.B_MUL, "DIV": S.B_DIV, "MAXIMUM": S.B_MAX,
           "MINIMUM": S.B_MIN, "PRELU": S.B_PRELU, "SQUARED_DIFFERENCE": S.B_SQDIFF, "POW": S.B_POW,
           "ADD_N": S.B_ADD}
-#: binary ops run by `binary_exact` (operands read exactly where they come from the host)
+#: binary ops that read their operands exactly (where they come from the host)
 BINARY_EXACT = {"FLOOR_DIV": S.B_FLOOR_DIV, "FLOOR_MOD": S.B_FLOOR_MOD}
 REDUCE = {"SUM": S.R_SUM, "MEAN": S.R_MEAN, "REDUCE_MAX": S.R_MAX, "REDUCE_MIN": S.R_MIN,
           "REDUCE_PROD": S.R_PROD}
@@ -55,7 +55,7 @@ def _unary_launch(c: Compiler, ctx: NodeContext, act) -> None:
     code, lo, hi = act
     n = ly.vectors
     c.launch("unary", n, a, None, None, dst,
-             c.params(n, ly, y, (ly.H * ly.W, code, float(lo), float(hi))), ctx.index)
+             c.params(n, ly, y, (ly.H * ly.W, code, float(lo), float(hi), 0)), ctx.index)
 
 
 @handles(*ACTIVATIONS, "LEAKY_RELU", "GELU")
@@ -82,7 +82,7 @@ def unary_exact(c: Compiler, ctx: NodeContext, code: int, lo: float = 0.0, hi: f
     a, fa = c.operand(x, exact=True)
     dst = c.output(y)
     n = ly.vectors
-    c.launch("unary_exact", n, a, None, None, dst,
+    c.launch("unary", n, a, None, None, dst,
              c.params(n, ly, y, (ly.H * ly.W, code, float(lo), float(hi), fa)), ctx.index)
 
 
@@ -127,8 +127,8 @@ def operand_view(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[li
 
 
 def binary_launch(c: Compiler, ctx: NodeContext, code: int, exact: bool = False) -> None:
-    """A broadcasting binary op: `binary`, or `binary_exact` reading operands exactly (float32
-    flags at p31/p32, see Compiler.operand)."""
+    """A broadcasting binary op; `exact` reads operands exactly (float32 where the plan has
+    them: flags at p31/p32, see Compiler.operand)."""
     ins = [t for t in ctx.inputs if t is not None]
     if len(ins) != 2:
         raise CompileError(f"{ctx.op.name} needs 2 inputs")
@@ -141,12 +141,12 @@ def binary_launch(c: Compiler, ctx: NodeContext, code: int, exact: bool = False)
     if exact:
         (a, fa), (b, fb) = c.operand(x0, exact=True), c.operand(x1, exact=True)
     else:
-        a, b = c.input(x0), c.input(x1)
+        (a, fa), (b, fb) = (c.input(x0), 0), (c.input(x1), 0)
     dst = c.output(y)
     n = ly.vectors
     act = fused(ctx) if "fused_activation_function" in ctx.options else None
-    geom = (ly.H, ly.W, ly.S, ly.B, *sa, *sb, pa, pb, code) + ((fa, fb) if exact else ())
-    c.launch("binary_exact" if exact else "binary", n, a, b, None, dst, c.params(n, ly, y, geom, act), ctx.index)
+    geom = (ly.H, ly.W, ly.S, ly.B, *sa, *sb, pa, pb, code, fa, fb)
+    c.launch("binary", n, a, b, None, dst, c.params(n, ly, y, geom, act), ctx.index)
 
 
 @handles(*BINARY)

@@ -5,8 +5,8 @@ in a half-storage plan, see compiler.py), an int32 a float holding the integer; 
 converts bool and int32 tensors at the partition boundary (boundary.py).
 
 - EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, LOGICAL_AND run as
-  `binary_exact` (broadcasting like the other binary ops) and write 0/1.
-- CAST (bool -> float, float -> bool, float <-> int32, identities) is `unary_exact`: float ->
+  `binary` with exact operands (broadcasting like the other binary ops) and write 0/1.
+- CAST (bool -> float, float -> bool, float <-> int32, identities) is `unary` with an exact operand: float ->
   int32 truncates toward zero on the device, saturation and NaN (-> INT32_MAX) are applied
   where the value leaves the partition, as LiteRT's cast does; -> bool is `!= 0` (NaN -> true).
 - SELECT / SELECT_V2 run as `where`: each of condition, if and else broadcast through its own

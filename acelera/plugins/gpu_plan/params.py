@@ -7,8 +7,8 @@ activation steps fused into the producing kernel, then an optional quantization 
 the output's slice mask, ``p[12]`` the number of work items, ``p[13]`` set when ``dst`` holds
 float32, ``p[16..]`` the op's geometry.
 
-Kernels that read operands which may hold float32 in a half-storage plan (`unary_exact`,
-`binary_exact`, `where`: bool and int32 tensors, and float operands of ops whose results jump
+Kernels that read operands which may hold float32 in a half-storage plan (`unary`,
+`binary`, `where`: bool and int32 tensors, and float operands of ops whose results jump
 at a threshold, read exactly from the host's data) take one flag per such operand in their
 geometry; see `Compiler.operand`.
 """
