@@ -23,15 +23,14 @@ import pytest
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, Out, single_op_model
 
-pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl)")
+from gpu_testing import require_gl  # noqa: E402
+
+require_gl()
 
 from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
 from acelera.plugins.gpu_gl.delegate import CACHE, CACHE_PLAN, COMPILED  # noqa: E402
 from acelera.plugins.gpu_plan.cache import CacheWarning  # noqa: E402
 
-_avail = glctx.probe()
-if not _avail.ok:
-    pytest.skip(f"no usable headless GL context: {_avail.reason}", allow_module_level=True)
 
 RNG = np.random.default_rng(77)
 X = RNG.uniform(-1, 1, (1, 6, 7, 5)).astype(np.float32)

@@ -13,14 +13,12 @@ import pytest
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, Out, single_op_model
 
-pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl)")
+from gpu_testing import qin, qop, require_gl  # noqa: E402
+
+require_gl()
 
 from acelera.plugins import gpu_gl  # noqa: E402
-from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
 
-_avail = glctx.probe()
-if not _avail.ok:
-    pytest.skip(f"no usable headless GL context: {_avail.reason}", allow_module_level=True)
 
 F32 = np.float32
 RNG = np.random.default_rng(2024)
@@ -53,21 +51,6 @@ def check(model, inputs, half=True, steps=1):
             np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5 if not half else 1e-3)
 
 
-def qin(shape, scale=0.05, zp=3, dtype=np.int8):
-    info = np.iinfo(dtype)
-    return RNG.integers(info.min, info.max + 1, shape).astype(dtype), (scale, zp)
-
-
-def qop(op, ins, out_shape, out_q, dtype=np.int8, version=2, **opt):
-    specs, data = [], []
-    for x in ins:
-        if isinstance(x, Const) or x is None:
-            specs.append(x)
-        else:
-            arr, q = x
-            specs.append(In(arr.shape, arr.dtype, q))
-            data.append(arr)
-    return single_op_model(op, specs, [Out(out_shape, dtype, out_q)], version=version, **opt), data
 
 
 def weights(shape, dtype, axis=0, scale=0.02):

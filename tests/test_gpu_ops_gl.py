@@ -11,13 +11,12 @@ import pytest
 
 from acelera import Interpreter
 
-pytest.importorskip("moderngl", reason="moderngl is not installed")
+from gpu_testing import require_gl  # noqa: E402
+
+require_gl()
 
 from acelera.plugins import gpu_gl  # noqa: E402
-from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
 
-if not glctx.probe().ok:
-    pytest.skip(f"no usable headless GL context: {glctx.probe().reason}", allow_module_level=True)
 
 from test_gpu_ops_logical import CASES as LOGICAL  # noqa: E402
 from test_gpu_ops_lstm import basic_lstm  # noqa: E402

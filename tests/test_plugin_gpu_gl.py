@@ -16,14 +16,13 @@ import pytest
 from acelera import Interpreter
 from acelera.core.builder import Const, In, Out, single_op_model
 
-pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl)")
+from gpu_testing import require_gl  # noqa: E402
+
+require_gl()
 
 from acelera.plugins import gpu_gl  # noqa: E402
 from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
 
-_avail = glctx.probe()
-if not _avail.ok:
-    pytest.skip(f"no usable headless GL context: {_avail.reason}", allow_module_level=True)
 
 F32 = np.float32
 RNG = np.random.default_rng(4321)

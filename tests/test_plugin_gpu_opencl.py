@@ -28,6 +28,8 @@ if not _avail.ok:
     pytest.skip(f"no usable OpenCL device: {_avail.reason}", allow_module_level=True)
 
 F32 = np.float32
+from gpu_testing import qin, qop  # noqa: E402
+
 RNG = np.random.default_rng(1234)
 
 
@@ -299,21 +301,6 @@ def test_gelu_fused_into_producer(approximate):
 
 # --- quantized ------------------------------------------------------------------------------------
 
-def qin(shape, scale=0.05, zp=3, dtype=np.int8):
-    info = np.iinfo(dtype)
-    return RNG.integers(info.min, info.max + 1, shape).astype(dtype), (scale, zp)
-
-
-def qop(op, ins, out_shape, out_q, dtype=np.int8, version=2, **opt):
-    specs, data = [], []
-    for x in ins:
-        if isinstance(x, Const):
-            specs.append(x)
-        else:
-            arr, q = x
-            specs.append(In(arr.shape, arr.dtype, q))
-            data.append(arr)
-    return single_op_model(op, specs, [Out(out_shape, dtype, out_q)], version=version, **opt), data
 
 
 def quant_cases(dtype):

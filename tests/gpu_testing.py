@@ -1,0 +1,38 @@
+"""Helpers shared by the GPU backends' tests: the GL guard and quantized single-op models."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acelera.core.builder import Const, In, Out, single_op_model
+
+RNG = np.random.default_rng(4321)
+
+
+def require_gl() -> None:
+    """Skip the calling test module unless moderngl makes a usable headless GL context here."""
+    pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl)")
+    from acelera.plugins.gpu_gl import context as glctx
+
+    avail = glctx.probe()
+    if not avail.ok:
+        pytest.skip(f"no usable headless GL context: {avail.reason}", allow_module_level=True)
+
+
+def qin(shape, scale=0.05, zp=3, dtype=np.int8):
+    """A random quantized runtime input: (values, (scale, zero point))."""
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, info.max + 1, shape).astype(dtype), (scale, zp)
+
+
+def qop(op, ins, out_shape, out_q, dtype=np.int8, version=2, **opt):
+    """A quantized single-op model: `ins` are qin() pairs, Const or None; returns (model, inputs)."""
+    specs, data = [], []
+    for x in ins:
+        if isinstance(x, Const) or x is None:
+            specs.append(x)
+        else:
+            arr, q = x
+            specs.append(In(arr.shape, arr.dtype, q))
+            data.append(arr)
+    return single_op_model(op, specs, [Out(out_shape, dtype, out_q)], version=version, **opt), data
