@@ -48,3 +48,20 @@ def litert_interpreter(model: Path | bytes, reference: bool, threads: int = 1):
     kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
     kw = {"model_content": model} if isinstance(model, bytes) else {"model_path": str(model)}
     return Interpreter(**kw, num_threads=threads, experimental_op_resolver_type=kind)
+
+
+def timed_cached_init(delegate: str, path: str, cache_dir: str) -> tuple[object, dict]:
+    """Load `delegate` with the serialization cache in `cache_dir` (token: the model's stem) and
+    time Interpreter + allocate_tensors ("init") and the first invoke; for fresh-process init
+    benchmarks. Returns the delegate and the timings (with its last_prepare as "how")."""
+    from acelera import Interpreter, load_delegate
+
+    t0 = time.perf_counter()
+    d = load_delegate(delegate, {"delegate_serialize_dir": cache_dir, "delegate_serialize_token": Path(path).stem})
+    t1 = time.perf_counter()
+    it = Interpreter(model_path=path, experimental_delegates=[d])
+    it.allocate_tensors()
+    t2 = time.perf_counter()
+    it.invoke()
+    t3 = time.perf_counter()
+    return d, {"device": t1 - t0, "init": t2 - t1, "first": t3 - t2, "how": d.last_prepare}

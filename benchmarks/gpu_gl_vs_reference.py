@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import MODELS, feed, time_invoke  # noqa: E402
+from _common import MODELS, feed, time_invoke, timed_cached_init  # noqa: E402
 
 FLOAT_MODELS = ["face_detection_short_range", "face_landmark", "hand_recrop", "selfie_segmentation",
                 "mobilenet_v2_96_f32", "small_cnn_f32"]
@@ -56,18 +56,9 @@ def interpreter(path: Path, delegate=None):
 
 def child(path: str, cache_dir: str) -> None:
     """One initialization in this (fresh) process; prints JSON."""
-    from acelera import Interpreter, load_delegate
-
     logging.disable(logging.WARNING)
-    d = load_delegate("gpu-gl", {"delegate_serialize_dir": cache_dir, "delegate_serialize_token": Path(path).stem})
-    t1 = time.perf_counter()
-    it = Interpreter(model_path=path, experimental_delegates=[d])
-    it.allocate_tensors()
-    t2 = time.perf_counter()
-    it.invoke()
-    t3 = time.perf_counter()
-    print(json.dumps({"init": t2 - t1, "first": t3 - t2, "how": d.last_prepare, "device": d.dev.label,
-                      "binary_formats": len(d.dev.binary_formats)}))
+    d, res = timed_cached_init("gpu-gl", path, cache_dir)
+    print(json.dumps({**res, "device": d.dev.label, "binary_formats": len(d.dev.binary_formats)}))
 
 
 def init_times(names) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import MODELS, litert_interpreter  # noqa: E402
+from _common import MODELS  # noqa: E402
 
 FLOAT_MODELS = ["face_detection_short_range", "face_landmark", "hand_recrop", "selfie_segmentation",
                 "mobilenet_v2_96_f32", "small_cnn_f32"]

@@ -23,13 +23,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import MODELS, feed, time_invoke  # noqa: E402
+from _common import MODELS, feed, time_invoke, timed_cached_init  # noqa: E402
 
 FLOAT_MODELS = ["face_detection_short_range", "face_landmark", "hand_recrop", "selfie_segmentation",
                 "mobilenet_v2_96_f32", "small_cnn_f32"]
@@ -102,17 +101,7 @@ def latency(paths, min_secs: float, rounds: int) -> None:
 
 def child(path: str, cache_dir: str) -> None:
     """One initialization in this (fresh) process; prints JSON."""
-    t0 = time.perf_counter()
-    from acelera import Interpreter, load_delegate
-
-    d = load_delegate("gpu-opencl", {"delegate_serialize_dir": cache_dir, "delegate_serialize_token": Path(path).stem})
-    t1 = time.perf_counter()
-    it = Interpreter(model_path=path, experimental_delegates=[d])
-    it.allocate_tensors()
-    t2 = time.perf_counter()
-    it.invoke()
-    t3 = time.perf_counter()
-    print(json.dumps({"device": t1 - t0, "init": t2 - t1, "first": t3 - t2, "how": d.last_prepare}))
+    print(json.dumps(timed_cached_init("gpu-opencl", path, cache_dir)[1]))
 
 
 def init_times(paths) -> None:
