@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from acelera.core.errors import AceleraError, UnsupportedOpError
-from acelera.core.kernels.registry import Kernel, NodeContext, lookup
+from acelera.core.kernels.registry import Kernel, NodeContext, lookup, shape_pass
 from acelera.core.model import Subgraph, Tensor
 
 FOLDABLE = frozenset({"DEQUANTIZE", "DENSIFY"})
@@ -137,7 +137,7 @@ class Executor:
             if not (self.sg.tensors[t].is_constant or t in self.folded):
                 all_const = False
             args.append(v)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), shape_pass():
             outs = self._call(step, args)
         for t, v in zip(step.outputs, outs):
             declared = self.sg.tensors[t]

@@ -20,6 +20,7 @@ import numpy as np
 from acelera.core.delegate import Delegate, Partition, Support
 from acelera.core.errors import AceleraError
 from acelera.core.executor import Executor, Step
+from acelera.core.kernels.registry import shape_pass
 
 
 class DelegationError(AceleraError):
@@ -164,8 +165,9 @@ def _ask(delegate: Delegate, ex: Executor, node: int, fp16: dict[int, int] | Non
 
 
 def _check_kernel(ex: Executor, kernel, partition: Partition) -> None:
-    """Run a freshly prepared kernel once on the reference pass's values and check its outputs."""
-    with np.errstate(all="ignore"):
+    """Run a freshly prepared kernel once on the reference pass's values (part of the shape
+    pass: placeholder zeros) and check its outputs."""
+    with np.errstate(all="ignore"), shape_pass():
         outs = kernel.invoke(*[ex.values[t] for t in partition.inputs])
     if isinstance(outs, np.ndarray):
         outs = (outs,)

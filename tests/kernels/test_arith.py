@@ -61,3 +61,35 @@ def test_constant_zero_divisor_is_unsupported():
                         [Out((3,), np.int32)])
     with pytest.raises(Exception, match="division by zero"):
         Interpreter(model_content=m).allocate_tensors()
+
+
+@pytest.mark.parametrize("op,dtype,q", [
+    ("DIV", np.int32, None), ("DIV", np.int8, (0.5, 3)), ("DIV", np.int16, (0.5, 0)),
+    ("FLOOR_DIV", np.int32, None), ("FLOOR_DIV", np.float32, None), ("FLOOR_MOD", np.int32, None)])
+def test_runtime_zero_divisor_fails_the_invoke_like_litert(op, dtype, q):
+    """allocate_tensors (whose shape pass feeds zeros) succeeds; an invoke with a divisor equal
+    to zero (its zero point, quantized) fails with one AceleraError line, as LiteRT's does."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+    from acelera import AceleraError, Interpreter
+
+    m = single_op_model(op, [In((4,), dtype, q), In((4,), dtype, q)], [Out((4,), dtype, q)])
+    zero = 0 if q is None else q[1]
+    x = np.array([5, 6, 7, 8], dtype)
+    good, bad = np.array([1, 2, 4, 5], dtype), np.array([1, zero, 4, 5], dtype)
+    it = Interpreter(model_content=m)
+    it.allocate_tensors()
+    lite = LiteRT(model_content=m)
+    lite.allocate_tensors()
+    for interp in (it, lite):
+        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        interp.set_tensor(interp.get_input_details()[1]["index"], good)
+        interp.invoke()
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]),
+                                  lite.get_tensor(lite.get_output_details()[0]["index"]))
+    for interp in (it, lite):
+        interp.set_tensor(interp.get_input_details()[1]["index"], bad)
+    with pytest.raises(RuntimeError):
+        lite.invoke()
+    with pytest.raises(AceleraError, match="(?i)division by (zero|0)"):
+        it.invoke()

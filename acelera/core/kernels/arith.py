@@ -7,8 +7,9 @@
   divisor's sign when non-zero (float32, int8, int16, int32, int64), with broadcasting.
 * SIGN: (0 < x) - (x < 0) for float32 and int32; a float NaN passes through (LiteRT's sign).
 
-An integer divisor of 0 fails LiteRT's invoke; as DIV does here, a constant one makes the node
-unsupported and a runtime one gives 0 (the executor's shape pass feeds all-zero inputs).
+A divisor of 0 fails LiteRT's invoke (FLOOR_DIV: any type; FLOOR_MOD: integers) and fails
+acelera's the same way (KernelError "Division by 0"), except in allocate_tensors' shape pass on
+placeholder zeros; a constant integer zero divisor makes the node unsupported.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 from acelera.core.errors import ModelError
 from acelera.core.kernels.activations import ndarray_kernel, unary_io
 from acelera.core.kernels.binary import F32, I8, I16, I32, I64, binary_operands, scalar_safe
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, check_divisor, register
 
 
 @register("ADD_N", max_version=1)
@@ -54,11 +55,13 @@ def floor_div(node: NodeContext):
     dt = _int_operands(node, {F32, I8, I16, I32}).dtype
     if dt == F32:
         def run_f(x, y):
+            check_divisor(y, 0, "Division by 0")
             with np.errstate(all="ignore"):
                 return np.floor(x.astype(np.float64) / y.astype(np.float64)).astype(np.float32)
         return scalar_safe(run_f)
 
     def run_i(x, y):
+        check_divisor(y, 0, "Division by 0")
         with np.errstate(all="ignore"):
             return np.floor_divide(x, y).astype(dt)  # exact: the double quotient of ints < 2**31
     return scalar_safe(run_i)
@@ -74,6 +77,7 @@ def floor_mod(node: NodeContext):
         return scalar_safe(run_f)
 
     def run_i(x, y):
+        check_divisor(y, 0, "Division by 0")
         with np.errstate(all="ignore"):
             return np.mod(x, y)  # numpy's integer mod has the divisor's sign: TFLite's FloorMod
     return scalar_safe(run_i)

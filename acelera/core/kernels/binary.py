@@ -21,7 +21,7 @@ import numpy as np
 from acelera.core.errors import AceleraError, ModelError
 from acelera.core.kernels.common import (FLT_MAX, RELU, RELU6, RELU_N1_TO_1, domain,
                                          float_activation_bounds, quantized_activation_range)
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, check_divisor, register
 from acelera.core.model import Tensor
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar_inplace as mbqm_inplace
@@ -572,8 +572,9 @@ def div(node: NodeContext):
         return run
     if dt == I32:
         def run(x, y):
-            # C++ integer division truncates toward zero. LiteRT fails the invoke on a zero
-            # divisor; here x / 0 gives 0 (the executor's shape pass feeds all-zero inputs).
+            # C++ integer division truncates toward zero; a zero divisor fails the invoke (the
+            # shape pass's all-zero inputs give 0).
+            check_divisor(y)
             with np.errstate(divide="ignore", over="ignore"):
                 q = np.floor_divide(x, y)
                 q += (q * y != x) & ((x < 0) != (y < 0)) & (y != 0)
@@ -591,12 +592,18 @@ def div(node: NodeContext):
         def f(x, y):
             sgn, inv, rs = divisor_terms(y - z2)
             return div_core((x - z1) * sgn, inv, rs, m, sh, zo, lo, hi)
-        return lut8_kernel(dt, f)
+        table = lut8_kernel(dt, f)
+
+        def run8(x, y):
+            check_divisor(y, z2, "division by zero (divisor equal to its zero point)")
+            return table(x, y)
+        return run8
 
     # int16: the divisor-dependent terms are tabulated over all 65536 divisor values.
     t_sgn, t_inv, t_rs = divisor_terms(domain(I16) - z2)
 
     def run16(x, y):
+        check_divisor(y, z2, "division by zero (divisor equal to its zero point)")
         idx = y.view(np.uint16).astype(np.intp)
         x1 = np.multiply(x.astype(np.int64), t_sgn.take(idx))
         return div_core(x1, t_inv.take(idx), t_rs.take(idx), m, sh, zo, lo, hi).astype(I16)

@@ -11,8 +11,10 @@ A kernel family module registers prepare functions:
 """
 from __future__ import annotations
 
+import contextvars
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Iterator, Mapping, Union
 
 import numpy as np
 
@@ -21,6 +23,34 @@ from acelera.core.model import Operator, Tensor
 from acelera.core.opcodes import CUSTOM
 
 Kernel = Callable[..., Union[np.ndarray, tuple]]
+
+
+_SHAPE_PASS = contextvars.ContextVar("acelera_shape_pass", default=False)
+
+
+@contextmanager
+def shape_pass() -> Iterator[None]:
+    """Marks kernel calls made on placeholder (all-zero) inputs while tensors are allocated."""
+    token = _SHAPE_PASS.set(True)
+    try:
+        yield
+    finally:
+        _SHAPE_PASS.reset(token)
+
+
+def in_shape_pass() -> bool:
+    """True inside allocate_tensors' shape pass: kernels must not fail on data values there
+    (a zero divisor, say), only on real inputs, as LiteRT's invoke does."""
+    return _SHAPE_PASS.get()
+
+
+def check_divisor(y: np.ndarray, zero=0, what: str = "division by zero") -> None:
+    """LiteRT's runtime divisor check (DIV, FLOOR_DIV, FLOOR_MOD): fail the invoke on a divisor
+    equal to `zero` (the zero point of a quantized divisor), except in the shape pass."""
+    if not _SHAPE_PASS.get() and np.any(np.asarray(y) == zero):
+        from acelera.core.executor import KernelError
+
+        raise KernelError(what)
 
 
 @dataclass(frozen=True)
