@@ -48,7 +48,7 @@ def test_flags_keep_tflite_names_and_defaults():
         "use_nnapi": (bool, False), "nnapi_execution_preference": (str, ""), "nnapi_execution_priority": (str, ""),
         "nnapi_accelerator_name": (str, ""), "disable_nnapi_cpu": (bool, True), "nnapi_allow_fp16": (bool, False),
         "nnapi_allow_dynamic_dimensions": (bool, False), "nnapi_use_burst_mode": (bool, False),
-        "nnapi_android_sdk": (int, 30)}
+        "nnapi_support_library_path": (str, ""), "nnapi_android_sdk": (int, 30)}
     assert "default 30" in next(f.help for f in SPEC.flags if f.name == "nnapi_android_sdk")
     assert SPEC.backend == "emulated" and SPEC.probe().ok and SPEC.fp16_weights_aware
 
@@ -103,6 +103,23 @@ def test_accelerator_names():
     with pytest.warns(NnapiOptionWarning, match="needs Android 10"):  # no device selection before 29
         d = load_delegate("nnapi", {"nnapi_accelerator_name": "emu-dsp-int8", "nnapi_android_sdk": 28})
     assert d.config.targets is None and d.is_node_supported(ctx(conv())).ok
+
+
+def test_support_library_path_is_refused_by_the_emulation(tmp_path):
+    lib = tmp_path / "libnnapi_sl.so"
+    lib.write_bytes(b"\x7fELF")
+    with pytest.raises(FlagError, match=r"nnapi_support_library_path=.*libnnapi_sl.so \(exists\): .*cannot load"):
+        load_delegate("nnapi", {"nnapi_support_library_path": str(lib)})
+
+
+def test_nnapi_flags_without_use_nnapi_warn(tmp_path):
+    model = tmp_path / "tiny.tflite"
+    model.write_bytes(tiny_cnn())
+    with pytest.warns(UserWarning, match=r"^--nnapi_accelerator_name set but nnapi is not enabled: "
+                                         r"--use_nnapi=true is needed$"):
+        assert main(["benchmark", f"--graph={model}", "--nnapi_accelerator_name=nnapi-reference",
+                     "--num_runs=1", "--warmup_runs=0"]) == 0
+    assert warnings.formatwarning("x", UserWarning, "f.py", 1) == "WARNING: x\n"  # the CLI's one-line form
 
 
 def test_listing_says_emulated(capsys):

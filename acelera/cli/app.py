@@ -239,6 +239,10 @@ def _tool_logging() -> None:
         handler._acelera = True
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    import warnings
+
+    # warnings (delegation fallbacks, unused delegate flags) as one line each, not file:line
+    warnings.formatwarning = lambda message, category, *rest, **kw: f"WARNING: {message}\n"
 
 
 def quiet_delegate_logs() -> None:

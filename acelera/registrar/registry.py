@@ -150,7 +150,21 @@ class Registry:
     def build(self, parsed: ParsedFlags) -> list[Delegate]:
         """Create the delegates the flags ask for, in rank order."""
         options = parsed.options()
-        return [self._create(spec, options) for spec in self.enabled(parsed)]
+        chosen = self.enabled(parsed)
+        self._warn_unused_flags(parsed, options, {s.name for s in chosen})
+        return [self._create(spec, options) for spec in chosen]
+
+    def _warn_unused_flags(self, parsed: ParsedFlags, options: Mapping[str, Any], chosen: set[str]) -> None:
+        """A delegate's own flags set while it is not enabled do nothing: say so, as TFLite's NNAPI
+        provider does ("--use_nnapi=true is needed ...")."""
+        for spec in self.specs.values():
+            if spec.name in chosen or any(options.get(f) is True for f in spec.enabled_by):
+                continue
+            unused = [f.name for f in spec.flags
+                      if f.owner == spec.name and f.name not in spec.enabled_by and parsed.is_set(f.name)]
+            if unused and spec.enabled_by:
+                warnings.warn(f"{', '.join('--' + n for n in unused)} set but {spec.name} is not enabled: "
+                              f"--{spec.enabled_by[0]}=true is needed", stacklevel=3)
 
     def create(self, name: str, options: Mapping[str, Any] | None = None) -> Delegate:
         """One delegate by name with options keyed by flag name (acelera.load_delegate)."""

@@ -38,6 +38,9 @@ FLAGS = (
          "nnapi", G),
     Flag("nnapi_use_burst_mode", bool, False, "Use NNAPI burst executions (accepted; no effect on results)",
          "nnapi", G),
+    Flag("nnapi_support_library_path", str, "",
+         "Load the NNAPI Support Library from this path (Android only: the emulated devices refuse it "
+         "with an error)", "nnapi", G),
     Flag("nnapi_android_sdk", int, DEFAULT_SDK,
          f"Android API level whose NNAPI rules are emulated (default {DEFAULT_SDK}: Android 11, NNAPI 1.3; "
          "27 = NNAPI 1.0 ... 35 = feature level 8; below 27 NNAPI takes nothing)", "nnapi", G),

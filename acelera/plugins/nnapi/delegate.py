@@ -24,6 +24,8 @@ NNAPI ignores `--min_nodes_per_partition`, as TFLite's provider does.
 """
 from __future__ import annotations
 
+import os
+
 import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
@@ -85,6 +87,12 @@ def resolve(options: Mapping[str, Any]) -> Config:
     sdk = int(options.get("nnapi_android_sdk", DEFAULT_SDK))
     if not 1 <= sdk <= 99:
         raise FlagError(f"--nnapi_android_sdk: expected an Android API level (27 = 8.1 ... 35 = 15), got {sdk}")
+    lib = str(options.get("nnapi_support_library_path", "") or "")
+    if lib:
+        state = "exists" if os.path.exists(lib) else "does not exist"
+        raise FlagError(f"--nnapi_support_library_path={lib} ({state}): an NNAPI Support Library is an "
+                        "Android shared object, which the emulated NNAPI devices cannot load; "
+                        "pick an emulated device with --nnapi_accelerator_name instead")
     name = str(options.get("nnapi_accelerator_name", "") or "")
     if name and name not in CATALOGUE:
         raise FlagError(f"--nnapi_accelerator_name: Could not find the specified NNAPI accelerator: {name}. "
