@@ -13,25 +13,32 @@ from acelera.cli.benchmark_engine import (
 from acelera.core.builder import In, ModelBuilder, Out, single_op_model
 from acelera.core.delegate import Delegate, Support
 from acelera.core.errors import UnsupportedOpError
-from acelera.core.kernels.registry import register, registered
+from acelera.core.kernels import registry as kreg
+from acelera.core.kernels.registry import in_shape_pass, registered
 from acelera.core.partition import DelegationError
 from acelera.core.subplan import ReferenceKernel
 
-# Test-only custom kernels, so these tests do not depend on the builtin kernels being written
-# concurrently. ADD is used instead when its reference kernel exists.
+# Test-only custom kernels, registered for this module's tests only (each test gets them through
+# the autouse fixture below, and the global registry is restored afterwards).
 ADD_CODE, FAIL_CODE = "AceleraBenchTestAdd", "AceleraBenchTestFail"
-if ADD_CODE not in registered():
-    @register(ADD_CODE)
-    def _bench_add(node):
-        return lambda a, b: np.add(a, b).astype(a.dtype)
 
-    @register(FAIL_CODE)
-    def _bench_fail(node):
-        def run(a):
-            if np.any(a != 0):  # zeros during preparation's shape pass, random data when benchmarked
-                raise RuntimeError("device on fire")
-            return a.copy()
-        return run
+
+def _bench_add(node):
+    return lambda a, b: np.add(a, b).astype(a.dtype)
+
+
+def _bench_fail(node):
+    def run(a):
+        if not in_shape_pass():  # placeholder zeros at allocate_tensors; real data when benchmarked
+            raise RuntimeError("device on fire")
+        return a.copy()
+    return run
+
+
+@pytest.fixture(autouse=True)
+def _test_kernels(monkeypatch):
+    for code, fn in ((ADD_CODE, _bench_add), (FAIL_CODE, _bench_fail)):
+        monkeypatch.setitem(kreg._REGISTRY, code, kreg.KernelSpec(code, 1, fn))
 
 
 def _has_builtin(op: str) -> bool:
