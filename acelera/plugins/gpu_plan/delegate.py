@@ -41,7 +41,7 @@ class GpuDelegate(Delegate):
         self.last_prepare = ""
 
     def describe(self) -> str:
-        storage = "fp16 storage" if self.half else "fp32"
+        storage = "fp16 storage, fp32 arithmetic" if self.half else "fp32"
         return f"{self.name} ({self.backend}: {self.dev.label}, {storage})"
 
     # --- support ---------------------------------------------------------------------------
