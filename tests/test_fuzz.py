@@ -1,7 +1,8 @@
 """Fuzzing: mutated model bytes either load or raise ModelError, quickly; nothing else escapes.
 
 ACELERA_FUZZ_CASES sets the number of load cases (default 2000); ACELERA_FUZZ_RUN_CASES the
-number of cases also driven through allocate_tensors() and invoke() (default 300).
+number of cases also driven through allocate_tensors() and invoke() (default 300);
+ACELERA_FUZZ_DELEGATE_CASES the number driven through every available first-party delegate (150).
 """
 import os
 import time
@@ -86,4 +87,42 @@ def test_fuzz_allocate_and_invoke(models_dir, monkeypatch):
             ran += 1
         except AceleraError as e:
             assert "\n" not in str(e), str(e)
+    assert ran > 0
+
+
+def test_fuzz_through_every_delegate(models_dir, monkeypatch):
+    """Mutants that load, run with each available first-party delegate: a result or one
+    AceleraError line (a delegate that cannot prepare falls back with a warning), never a crash."""
+    import warnings
+
+    import pytest
+
+    from acelera import load_delegate
+    from acelera.registrar.registry import get_registry
+
+    monkeypatch.setattr(model_module, "MAX_TENSOR_BYTES", 64 << 20)
+    reg = get_registry()
+    names = [n for n in ("gpu-opencl", "gpu-gl", "xnnpack-cpu", "nnapi", "hexagon", "coreml")
+             if n in reg.specs and reg.availability(n).ok]
+    if not names:
+        pytest.skip("no first-party delegate is available here")
+    delegates = [load_delegate(n) for n in names]
+    rng = np.random.default_rng(int(os.environ.get("ACELERA_FUZZ_SEED", "5")))
+    corpus = [c for c in seeds(models_dir) if c[0].startswith(("sine", "small_cnn"))]
+    ran = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(int(os.environ.get("ACELERA_FUZZ_DELEGATE_CASES", "150"))):
+            name, data = corpus[k % len(corpus)]
+            bad = mutate(data, rng)
+            for d in delegates:
+                try:
+                    it = Interpreter(model_content=bad, experimental_delegates=[d])
+                    it.allocate_tensors()
+                    for det in it.get_input_details():
+                        it.set_tensor(det["index"], np.zeros(det["shape"], det["dtype"]))
+                    it.invoke()
+                    ran += 1
+                except AceleraError as e:
+                    assert "\n" not in str(e), f"{d.name}: {e}"
     assert ran > 0
