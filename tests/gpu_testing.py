@@ -36,3 +36,20 @@ def qop(op, ins, out_shape, out_q, dtype=np.int8, version=2, **opt):
             specs.append(In(arr.shape, arr.dtype, q))
             data.append(arr)
     return single_op_model(op, specs, [Out(out_shape, dtype, out_q)], version=version, **opt), data
+
+
+def run_pair(inputs, delegate, **model):
+    """Run one model (model_content= or model_path=) on the reference and with `delegate` on the
+    same inputs: ([(reference output, delegated output), ...], the delegated interpreter)."""
+    from acelera import Interpreter
+
+    ref = Interpreter(**model)
+    ref.allocate_tensors()
+    it = Interpreter(**model, experimental_delegates=[delegate])
+    it.allocate_tensors()
+    for det, x in zip(ref.get_input_details(), inputs):
+        ref.set_tensor(det["index"], x)
+        it.set_tensor(det["index"], x)
+    ref.invoke()
+    it.invoke()
+    return [(ref.get_tensor(o["index"]), it.get_tensor(o["index"])) for o in ref.get_output_details()], it

@@ -13,7 +13,7 @@ import pytest
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, Out, single_op_model
 
-from gpu_testing import qin, qop, require_gl  # noqa: E402
+from gpu_testing import qin, qop, require_gl, run_pair  # noqa: E402
 
 require_gl()
 
@@ -25,17 +25,8 @@ RNG = np.random.default_rng(2024)
 
 
 def run(model: bytes, inputs, half: bool = True, **opts):
-    ref = Interpreter(model_content=model)
-    ref.allocate_tensors()
-    it = Interpreter(model_content=model, experimental_delegates=[
-        load_delegate("gpu-gl", {"gpu_precision_loss_allowed": half, **opts})])
-    it.allocate_tensors()
-    for det, x in zip(ref.get_input_details(), inputs):
-        ref.set_tensor(det["index"], x)
-        it.set_tensor(det["index"], x)
-    ref.invoke()
-    it.invoke()
-    return [(ref.get_tensor(o["index"]), it.get_tensor(o["index"])) for o in ref.get_output_details()], it
+    return run_pair(inputs, load_delegate("gpu-gl", {"gpu_precision_loss_allowed": half, **opts}),
+                    model_content=model)
 
 
 def check(model, inputs, half=True, steps=1):

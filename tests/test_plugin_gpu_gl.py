@@ -16,7 +16,7 @@ import pytest
 from acelera import Interpreter
 from acelera.core.builder import Const, In, Out, single_op_model
 
-from gpu_testing import require_gl  # noqa: E402
+from gpu_testing import require_gl, run_pair  # noqa: E402
 
 require_gl()
 
@@ -38,16 +38,7 @@ def delegate(half=False):
 
 def run(model, inputs, half=False, model_path=None):
     kw = {"model_path": model_path} if model_path else {"model_content": model}
-    ref = Interpreter(**kw)
-    ref.allocate_tensors()
-    it = Interpreter(**kw, experimental_delegates=[delegate(half)])
-    it.allocate_tensors()
-    for det, x in zip(ref.get_input_details(), inputs):
-        ref.set_tensor(det["index"], x)
-        it.set_tensor(det["index"], x)
-    ref.invoke()
-    it.invoke()
-    return [(ref.get_tensor(o["index"]), it.get_tensor(o["index"])) for o in ref.get_output_details()], it
+    return run_pair(inputs, delegate(half), **kw)
 
 
 def check(model, inputs, half=False):

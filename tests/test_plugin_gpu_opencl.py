@@ -28,7 +28,7 @@ if not _avail.ok:
     pytest.skip(f"no usable OpenCL device: {_avail.reason}", allow_module_level=True)
 
 F32 = np.float32
-from gpu_testing import qin, qop  # noqa: E402
+from gpu_testing import qin, qop, run_pair  # noqa: E402
 
 RNG = np.random.default_rng(1234)
 
@@ -39,18 +39,8 @@ def rnd(*shape, lo=-1.0, hi=1.0):
 
 def run(model: bytes, inputs, half: bool = False, **opts):
     """(reference outputs, delegate outputs, delegated interpreter)."""
-    ref = Interpreter(model_content=model)
-    ref.allocate_tensors()
-    d = load_delegate("gpu-opencl", {"gpu_precision_loss_allowed": half, **opts})
-    it = Interpreter(model_content=model, experimental_delegates=[d])
-    it.allocate_tensors()
-    for det, x in zip(ref.get_input_details(), inputs):
-        ref.set_tensor(det["index"], x)
-        it.set_tensor(det["index"], x)
-    ref.invoke()
-    it.invoke()
-    outs = [(ref.get_tensor(o["index"]), it.get_tensor(o["index"])) for o in ref.get_output_details()]
-    return outs, it
+    return run_pair(inputs, load_delegate("gpu-opencl", {"gpu_precision_loss_allowed": half, **opts}),
+                    model_content=model)
 
 
 def check(model, inputs, half=False, full=True, atol=None, rtol=None, steps=None):
