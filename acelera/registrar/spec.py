@@ -49,8 +49,10 @@ class DelegateSpec:
     default_max_partitions: int = 0
     default_min_nodes: int = 0
     #: arithmetic the conformance suite judges it by: "float32", "float16", "integer"
-    #: (at most one quantization step off) or "exact"
-    precision: str = "float32"
+    #: (at most one quantization step off), "float-view" (quantized models computed in float:
+    #: one step per op, whole models on their average error) or "exact"; or a mapping
+    #: {"float": ..., "integer": ...} by case kind (conformance/tolerances.py)
+    precision: str | Mapping[str, str] = "float32"
     #: like FP16GraphPartitionHelper: constant fp16 DEQUANTIZE nodes join a fully delegated graph
     fp16_weights_aware: bool = False
     notes: str = ""
