@@ -73,8 +73,8 @@ def main() -> int:
         print(f"{args.backend} is unavailable: {avail.reason}")
         return 0
     paths = args.models or [MODELS / f"{m}.tflite" for m in FLOAT_MODELS]
-    print(f"{args.backend}: {avail.reason}; inference_diff avg_error, {args.runs} runs; targets: fp32 <= 1e-5, "
-          "fp16 <= 5e-3")
+    print(f"{load_delegate(args.backend).describe()}; inference_diff avg_error, {args.runs} runs; "
+          "targets: fp32 <= 1e-5, fp16 <= 5e-3")
     print(f"{'model':30} {'litert opt':>11} {'fp32':>11} {'fp16':>11} {'half floor':>11}  fp16/floor")
 
     def err(path, d) -> float:
