@@ -35,10 +35,10 @@ class GpuOpenCLDelegate(GpuDelegate):
         key = path = None
         if self.cache is not None:
             key, path = self.cache.key(self._key_parts(partition))
-            hit = self.cache.load(key, path)
+            hit = self.cache.load_entry(key, path)
             if hit is not None:
-                plan, binary = hit
-                program, how = build_program(self.dev, plan.half, binary)
+                plan = hit.plan
+                program, how = build_program(self.dev, plan.half, hit.binary)
                 kernel = OpenCLKernel(partition, plan, self.dev, program)
                 self.last_prepare = "cache"
                 if how == "source":  # the driver refused the stored binary: report, store a new one

@@ -81,11 +81,6 @@ class SerializationCache:
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", self.token)[:64] or "token"
         return text, os.path.join(self.dir, f"{safe}_{digest}.bin")
 
-    def load(self, key: str, path: str):
-        """(plan, program binary) or None (a miss, or a bad entry that was reported)."""
-        e = self.load_entry(key, path, stacklevel=4)
-        return None if e is None else (e.plan, e.binary)
-
     def load_entry(self, key: str, path: str, stacklevel: int = 3) -> CacheEntry | None:
         """The entry at `path` made for `key`, or None (a miss, or a bad entry that was reported)."""
         who = self.owner
