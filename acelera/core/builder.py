@@ -1,4 +1,4 @@
-"""ModelBuilder: write valid single-subgraph .tflite files (single-op models and small graphs).
+"""ModelBuilder: write valid .tflite files (single-op models, small graphs, control flow).
 
     b = ModelBuilder()
     x = b.add_input("x", (1, 8, 8, 3), np.float32)
@@ -7,6 +7,11 @@
     b.add_operator("CONV_2D", [x, w, -1], [y], padding="SAME", stride_h=1, stride_w=1)
     b.mark_outputs(y)
     data = b.build()
+
+Control flow: `body = b.add_subgraph("body")` returns a builder for another subgraph (sharing
+the model's buffers); pass `body.index` in WHILE/IF/CALL_ONCE options. STRING constants are
+arrays of bytes or str (`add_constant("s", np.array([b"a", b"bc"], object))`); string tensors
+take `dtype=np.bytes_` (or "STRING").
 
 Option values may be given by enum name (padding="SAME", fused_activation_function="RELU")
 or by number. Quantization is `quant=(scale, zero_point)` or `(scales, zero_points, axis)`.
@@ -21,6 +26,7 @@ import flatbuffers
 import numpy as np
 
 from acelera.core import dtypes
+from acelera.core.model import encode_strings
 from acelera.core.opcodes import BUILTIN_CODES
 
 # Builtin op -> options table of the schema (only ops that have one).
@@ -63,7 +69,31 @@ OPTIONS_TABLE: dict[str, str] = {
     "RANK": "RankOptions", "SHAPE": "ShapeOptions", "FILL": "FillOptions",
     "ZEROS_LIKE": "ZerosLikeOptions", "BROADCAST_TO": "BroadcastToOptions",
     "GATHER_ND": "GatherNdOptions", "TOPK_V2": "TopKV2Options",
+    "WHILE": "WhileOptions", "IF": "IfOptions", "CALL_ONCE": "CallOnceOptions",
+    "VAR_HANDLE": "VarHandleOptions", "READ_VARIABLE": "ReadVariableOptions",
+    "ASSIGN_VARIABLE": "AssignVariableOptions", "HASHTABLE": "HashtableOptions",
+    "HASHTABLE_FIND": "HashtableFindOptions", "HASHTABLE_IMPORT": "HashtableImportOptions",
+    "HASHTABLE_SIZE": "HashtableSizeOptions", "RANGE": "RangeOptions", "WHERE": "WhereOptions",
+    "UNIQUE": "UniqueOptions", "SCATTER_ND": "ScatterNdOptions", "SEGMENT_SUM": "SegmentSumOptions",
+    "UNSORTED_SEGMENT_SUM": "UnsortedSegmentSumOptions", "UNSORTED_SEGMENT_PROD": "UnsortedSegmentProdOptions",
+    "UNSORTED_SEGMENT_MAX": "UnsortedSegmentMaxOptions", "UNSORTED_SEGMENT_MIN": "UnsortedSegmentMinOptions",
+    "MATRIX_DIAG": "MatrixDiagOptions", "MATRIX_SET_DIAG": "MatrixSetDiagOptions",
+    "REVERSE_SEQUENCE": "ReverseSequenceOptions", "BUCKETIZE": "BucketizeOptions",
+    "CONV_3D": "Conv3DOptions", "CONV_3D_TRANSPOSE": "Conv3DOptions", "RFFT2D": "Rfft2dOptions",
+    "RANDOM_UNIFORM": "RandomOptions", "RANDOM_STANDARD_NORMAL": "RandomOptions",
+    "MULTINOMIAL": "RandomOptions", "SVDF": "SVDFOptions", "RNN": "RNNOptions",
+    "UNIDIRECTIONAL_SEQUENCE_RNN": "SequenceRNNOptions",
+    "BIDIRECTIONAL_SEQUENCE_RNN": "BidirectionalSequenceRNNOptions",
+    "BIDIRECTIONAL_SEQUENCE_LSTM": "BidirectionalSequenceLSTMOptions",
+    "EMBEDDING_LOOKUP_SPARSE": "EmbeddingLookupSparseOptions", "LSH_PROJECTION": "LSHProjectionOptions",
+    "SKIP_GRAM": "SkipGramOptions", "FAKE_QUANT": "FakeQuantOptions", "SPARSE_TO_DENSE": "SparseToDenseOptions",
+    "NON_MAX_SUPPRESSION_V4": "NonMaxSuppressionV4Options", "NON_MAX_SUPPRESSION_V5": "NonMaxSuppressionV5Options",
+    "BITCAST": "BitcastOptions", "BITWISE_XOR": "BitwiseXorOptions", "RIGHT_SHIFT": "RightShiftOptions",
+    "ATAN2": "ATan2Options", "BROADCAST_ARGS": None, "REDUCE_ALL": "ReducerOptions",
+    "DYNAMIC_UPDATE_SLICE": "DynamicUpdateSliceOptions", "SIN": None, "ZEROS_LIKE": "ZerosLikeOptions",
+    "RANK": "RankOptions", "ABS": "AbsOptions",
 }
+OPTIONS_TABLE = {k: v for k, v in OPTIONS_TABLE.items() if v is not None}
 
 ENUMS: dict[str, dict[str, int]] = {
     "padding": {"SAME": 0, "VALID": 1},
@@ -75,6 +105,15 @@ ENUMS: dict[str, dict[str, int]] = {
 }
 for _k in ("in_data_type", "out_data_type", "output_type", "quantized_bias_type"):
     ENUMS[_k] = dtypes.TYPE_CODES
+
+
+def _type_code(dtype: Any) -> int:
+    """TFLite type code of a numpy dtype or type name; bytes/str dtypes are STRING."""
+    if isinstance(dtype, str) and dtype.upper() in dtypes.TYPE_CODES:
+        return dtypes.TYPE_CODES[dtype.upper()]
+    if np.dtype(dtype).kind in "SUO":
+        return dtypes.TYPE_CODES["STRING"]
+    return dtypes.type_code(dtype)
 
 
 def _camel(key: str) -> str:
@@ -119,13 +158,22 @@ class ModelBuilder:
     ops: list[_Op] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
-    signatures: list[tuple[str, dict[str, int], dict[str, int]]] = field(default_factory=list)
+    signatures: list[tuple[str, dict[str, int], dict[str, int], int]] = field(default_factory=list)
     metadata: list[tuple[str, bytes]] = field(default_factory=list)
+    name: str = "main"
+    index: int = 0
+    subgraphs: list["ModelBuilder"] = field(default_factory=list)  # subgraphs 1.. (on the root)
+
+    def add_subgraph(self, name: str) -> "ModelBuilder":
+        """A builder for a new subgraph of this model (shares its buffers); `.index` is its index."""
+        child = ModelBuilder(buffers=self.buffers, name=name, index=len(self.subgraphs) + 1)
+        self.subgraphs.append(child)
+        return child
 
     def add_tensor(self, name: str, shape: Sequence[int], dtype: Any, quant: tuple | None = None,
                    *, shape_signature: Sequence[int] | None = None, is_variable: bool = False) -> int:
         """Add a non-constant tensor and return its index."""
-        self.tensors.append(_Tensor(name, tuple(int(d) for d in shape), dtypes.type_code(dtype), 0,
+        self.tensors.append(_Tensor(name, tuple(int(d) for d in shape), _type_code(dtype), 0,
                                     quant, tuple(shape_signature) if shape_signature else None,
                                     is_variable, None))
         return len(self.tensors) - 1
@@ -140,19 +188,26 @@ class ModelBuilder:
     def add_constant(self, name: str, data: np.ndarray, quant: tuple | None = None, *,
                      dtype: Any = None, sparsity: dict | None = None, shape: Sequence[int] | None = None) -> int:
         """Add a constant tensor backed by a buffer holding `data`."""
-        arr = np.ascontiguousarray(data if dtype is None else np.asarray(data, dtype=dtype))
-        self.buffers.append(arr.tobytes())
+        if _type_code(dtype if dtype is not None else np.asarray(data).dtype) == dtypes.TYPE_CODES["STRING"]:
+            arr = np.asarray(data, dtype=object)
+            raw, code = encode_strings(arr), dtypes.TYPE_CODES["STRING"]
+        else:
+            arr = np.ascontiguousarray(data if dtype is None else np.asarray(data, dtype=dtype))
+            raw, code = arr.tobytes(), dtypes.type_code(arr.dtype)
+        self.buffers.append(raw)
         self.tensors.append(_Tensor(name, tuple(shape if shape is not None else arr.shape),
-                                    dtypes.type_code(arr.dtype), len(self.buffers) - 1, quant,
+                                    code, len(self.buffers) - 1, quant,
                                     None, False, sparsity))
         return len(self.tensors) - 1
 
     def add_operator(self, op: str, inputs: Sequence[int], outputs: Sequence[int], *,
                      version: int = 1, custom_code: str | None = None,
-                     custom_options: bytes = b"", **options: Any) -> int:
-        """Add a node; `op` is a builtin name, or "CUSTOM" with `custom_code`."""
+                     custom_options: bytes = b"", options_table: str | None = None,
+                     **options: Any) -> int:
+        """Add a node; `op` is a builtin name, or "CUSTOM" with `custom_code`; `options_table`
+        names the schema's options table where OPTIONS_TABLE does not know the op."""
         code = BUILTIN_CODES[op]
-        table = OPTIONS_TABLE.get(op)
+        table = options_table or OPTIONS_TABLE.get(op)
         if options and table is None:
             raise ValueError(f"{op} takes no builtin options, got {sorted(options)}")
         self.ops.append(_Op(code, custom_code, version, list(inputs), list(outputs), table,
@@ -162,8 +217,10 @@ class ModelBuilder:
     def mark_outputs(self, *tensors: int) -> None:
         self.outputs.extend(tensors)
 
-    def add_signature(self, key: str, inputs: dict[str, int], outputs: dict[str, int]) -> None:
-        self.signatures.append((key, dict(inputs), dict(outputs)))
+    def add_signature(self, key: str, inputs: dict[str, int], outputs: dict[str, int],
+                      subgraph: int = 0) -> None:
+        """A signature over tensors of subgraph `subgraph` (add it on the root builder)."""
+        self.signatures.append((key, dict(inputs), dict(outputs), subgraph))
 
     def add_metadata(self, name: str, data: bytes) -> None:
         self.buffers.append(bytes(data))
@@ -171,32 +228,18 @@ class ModelBuilder:
 
     # --- serialization -------------------------------------------------------------------
     def build(self) -> bytes:
-        """Serialize to .tflite bytes."""
+        """Serialize to .tflite bytes (this builder is subgraph 0, its add_subgraph children follow)."""
         b = flatbuffers.Builder(1024)
+        graphs = [self] + self.subgraphs
         codes: list[tuple[int, str | None, int]] = []
-        op_code_index = []
-        for op in self.ops:
-            key = (op.code, op.custom, op.version)
-            if key not in codes:
-                codes.append(key)
-            op_code_index.append(codes.index(key))
+        for g in graphs:
+            for op in g.ops:
+                key = (op.code, op.custom, op.version)
+                if key not in codes:
+                    codes.append(key)
 
         buffers = [self._buffer(b, data) for data in self.buffers]
-        tensors = [self._tensor(b, t) for t in self.tensors]
-        operators = [self._operator(b, op, idx) for op, idx in zip(self.ops, op_code_index)]
-        M = _table_module("SubGraph")
-        t_vec = self._offsets(b, M.StartTensorsVector, tensors)
-        o_vec = self._offsets(b, M.StartOperatorsVector, operators)
-        in_vec = self._ints(b, M.StartInputsVector, self.inputs)
-        out_vec = self._ints(b, M.StartOutputsVector, self.outputs)
-        name = b.CreateString("main")
-        M.Start(b)
-        M.AddTensors(b, t_vec)
-        M.AddInputs(b, in_vec)
-        M.AddOutputs(b, out_vec)
-        M.AddOperators(b, o_vec)
-        M.AddName(b, name)
-        subgraph = M.End(b)
+        subgraph_offsets = [g._subgraph(b, codes) for g in graphs]
 
         C = _table_module("OperatorCode")
         code_offsets = []
@@ -222,7 +265,7 @@ class ModelBuilder:
 
         Mo = _table_module("Model")
         codes_vec = self._offsets(b, Mo.StartOperatorCodesVector, code_offsets)
-        sub_vec = self._offsets(b, Mo.StartSubgraphsVector, [subgraph])
+        sub_vec = self._offsets(b, Mo.StartSubgraphsVector, subgraph_offsets)
         buf_vec = self._offsets(b, Mo.StartBuffersVector, buffers)
         sig_vec = self._offsets(b, Mo.StartSignatureDefsVector, sig_offsets) if sig_offsets else None
         md_vec = self._offsets(b, Mo.StartMetadataVector, md_offsets) if md_offsets else None
@@ -239,6 +282,23 @@ class ModelBuilder:
             Mo.AddMetadata(b, md_vec)
         b.Finish(Mo.End(b), file_identifier=b"TFL3")
         return bytes(b.Output())
+
+    def _subgraph(self, b, codes: list) -> int:
+        tensors = [self._tensor(b, t) for t in self.tensors]
+        operators = [self._operator(b, op, codes.index((op.code, op.custom, op.version))) for op in self.ops]
+        M = _table_module("SubGraph")
+        t_vec = self._offsets(b, M.StartTensorsVector, tensors)
+        o_vec = self._offsets(b, M.StartOperatorsVector, operators)
+        in_vec = self._ints(b, M.StartInputsVector, self.inputs)
+        out_vec = self._ints(b, M.StartOutputsVector, self.outputs)
+        name = b.CreateString(self.name)
+        M.Start(b)
+        M.AddTensors(b, t_vec)
+        M.AddInputs(b, in_vec)
+        M.AddOutputs(b, out_vec)
+        M.AddOperators(b, o_vec)
+        M.AddName(b, name)
+        return M.End(b)
 
     @staticmethod
     def _offsets(b, start, items: list[int]) -> int:
@@ -375,7 +435,7 @@ class ModelBuilder:
             adder(b, val)
         return getattr(union, name), getattr(mod, "End")(b)
 
-    def _signature(self, b, key: str, inputs: dict[str, int], outputs: dict[str, int]) -> int:
+    def _signature(self, b, key: str, inputs: dict[str, int], outputs: dict[str, int], subgraph: int = 0) -> int:
         S = _table_module("SignatureDef")
         TM = _table_module("TensorMap")
         maps = []
@@ -395,7 +455,7 @@ class ModelBuilder:
         S.AddInputs(b, in_vec)
         S.AddOutputs(b, out_vec)
         S.AddSignatureKey(b, k)
-        S.AddSubgraphIndex(b, 0)
+        S.AddSubgraphIndex(b, subgraph)
         return S.End(b)
 
 

@@ -59,19 +59,37 @@ class Step:
     outputs: tuple[int, ...]
     nodes: tuple[int, ...]  # model node indices this step executes
     delegate: str | None = None
+    in_shapes: tuple | None = None  # input shapes the kernel was prepared for (None: not yet)
 
 
 def node_label(sg: Subgraph, i: int) -> str:
-    return f"node {i} ({sg.operators[i].name})"
+    where = f"subgraph {sg.index} " if sg.index else ""
+    return f"{where}node {i} ({sg.operators[i].name})"
+
+
+# Ops whose output shapes depend on input values; nodes downstream of them may only be
+# preparable at invoke, once real values flow (LiteRT's dynamic tensors).
+DATA_DEPENDENT_SHAPES = frozenset({
+    "WHERE", "UNIQUE", "NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5", "RANGE", "WHILE", "IF",
+    "READ_VARIABLE", "RESHAPE", "FILL", "BROADCAST_TO", "TILE", "SLICE", "STRIDED_SLICE", "PAD",
+    "PADV2", "MIRROR_PAD", "SCATTER_ND", "SPARSE_TO_DENSE", "TOPK_V2", "ONE_HOT", "RFFT2D",
+    "SEGMENT_SUM", "UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_PROD", "UNSORTED_SEGMENT_MAX",
+    "UNSORTED_SEGMENT_MIN", "BROADCAST_ARGS", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR",
+    "TRANSPOSE_CONV", "CONV_3D_TRANSPOSE", "SPLIT_V", "EXPAND_DIMS", "HASHTABLE_FIND",
+    "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "DYNAMIC_UPDATE_SLICE", "CUSTOM",
+})
 
 
 class Executor:
-    def __init__(self, subgraph: Subgraph):
+    def __init__(self, subgraph: Subgraph, runtime=None):
         self.sg = subgraph
+        self.runtime = runtime  # runtime.ModelRuntime: resolver, resources, called subgraphs
         self.shapes: list[tuple[int, ...]] = [t.shape for t in subgraph.tensors]
         self.values: list[np.ndarray | None] = [None] * len(subgraph.tensors)
         self.plan: list[Step] = []
+        self.plan_ready = False
         self.folded: set[int] = set()
+        self.deferred: set[int] = set()  # nodes prepared at invoke (downstream of dynamic shapes)
         self._failed: Step | None = None
         self.report = None  # DelegationReport, set by partition.apply_delegates
 
@@ -84,7 +102,11 @@ class Executor:
     def node_context(self, i: int) -> NodeContext:
         op = self.sg.operators[i]
         return NodeContext(i, op, tuple(self.tensor(t) if t >= 0 else None for t in op.inputs),
-                           tuple(self.tensor(t) for t in op.outputs))
+                           tuple(self.tensor(t) for t in op.outputs), self.runtime)
+
+    def lookup(self, i: int):
+        op = self.sg.operators[i]
+        return self.runtime.lookup(op) if self.runtime is not None else lookup(op)
 
     # --- preparation ---------------------------------------------------------------------
     def reference_step(self, i: int) -> Step:
@@ -92,29 +114,63 @@ class Executor:
         op = self.sg.operators[i]
         label = node_label(self.sg, i)
         try:
-            spec = lookup(op)
-            fn = spec.prepare(self.node_context(i))
+            spec = self.lookup(i)
         except UnsupportedOpError as e:
-            raise UnsupportedOpError(f"node {i}: {e}") from None
+            where = f"subgraph {self.sg.index} " if self.sg.index else ""
+            raise UnsupportedOpError(f"{where}node {i}: {e}") from None
+        try:
+            fn = spec.prepare(self.node_context(i))
         except AceleraError as e:
             raise type(e)(f"{label}: {e}") from None
         except Exception as e:
             raise KernelError(f"{label}: cannot prepare kernel: {type(e).__name__}: {e}") from None
-        return Step(label, fn, op.inputs, op.outputs, (i,))
+        return Step(label, fn, op.inputs, op.outputs, (i,), in_shapes=self._input_shapes(op.inputs))
+
+    def _input_shapes(self, inputs: Sequence[int]) -> tuple:
+        return tuple(self.shapes[t] if t >= 0 else None for t in inputs)
 
     def prepare(self) -> None:
         """Bind every node to its reference kernel in order (each sees the shapes its producers
-        computed), fix shapes with a pass on zero inputs, and fold constant subexpressions."""
+        computed), fix shapes with a pass on zero inputs, and fold constant subexpressions.
+
+        A node downstream of a data-dependent shape (WHERE, RANGE, a RESHAPE fed at run time,
+        ...) that cannot be prepared on the placeholder shapes is deferred: it is prepared at
+        invoke, when real values have fixed its input shapes, as LiteRT's dynamic tensors are."""
         self.folded = set()
+        self.deferred = set()
         self.values = [t.data if t.is_constant else None for t in self.sg.tensors]
         self.reset_variables()
         self.plan = []
+        self.plan_ready = False
+        tainted: set[int] = set()  # tensors whose shape may change with input values
         for i in self.sg.execution_order:
-            self._shape_pass(self.reference_step(i))
+            op = self.sg.operators[i]
+            dynamic_in = any(t in tainted for t in op.inputs)
+            try:
+                self._shape_pass(self.reference_step(i))
+            except UnsupportedOpError:
+                raise
+            except AceleraError:
+                if not dynamic_in:
+                    raise
+                self._defer(i)
+            if dynamic_in or op.op in DATA_DEPENDENT_SHAPES or i in self.deferred:
+                tainted.update(op.outputs)
         for t in self.sg.inputs:
             if self.values[t] is None or self.values[t].shape != self.shapes[t]:
                 self.values[t] = np.zeros(self.shapes[t], self.sg.tensors[t].dtype)
         self.reset_variables()
+        self.plan_ready = True
+
+    def _defer(self, i: int) -> None:
+        """Leave node i to be prepared at invoke; its outputs keep their declared shapes."""
+        op = self.sg.operators[i]
+        self.deferred.add(i)
+        for t in op.outputs:
+            decl = self.sg.tensors[t]
+            self.shapes[t] = decl.shape
+            self.values[t] = np.zeros(decl.shape, decl.dtype)
+        self.plan.append(Step(node_label(self.sg, i), _unprepared, op.inputs, op.outputs, (i,)))
 
     def reset_variables(self) -> None:
         """Variable (state) tensors back to their initial value, as LiteRT's AllocateTensors does."""
@@ -199,11 +255,69 @@ class Executor:
 
     def _run_plan(self, values) -> None:
         self._failed = None
-        for step in self.plan:
+        shapes = self.shapes
+        plan = self.plan
+        for k, step in enumerate(plan):
             self._failed = step
             res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
             if len(step.outputs) == 1 and isinstance(res, np.ndarray):
-                values[step.outputs[0]] = res
+                t = step.outputs[0]
+                values[t] = res
+                if res.shape != shapes[t]:
+                    return self._run_dynamic(values, k)
             else:
+                changed = False
                 for t, v in zip(step.outputs, res):
                     values[t] = v
+                    changed = changed or np.shape(v) != shapes[t]
+                if changed:
+                    return self._run_dynamic(values, k)
+
+    def _run_dynamic(self, values, k: int) -> None:
+        """Step k produced a shape the plan did not expect: record it, then run the rest of the
+        plan re-preparing every step whose input shapes changed (LiteRT resizes dynamic tensors
+        and re-prepares their consumers the same way). A delegated step whose inputs changed
+        shape falls back to the reference kernels of its nodes."""
+        plan = self.plan
+        for t in plan[k].outputs:
+            self.shapes[t] = tuple(np.shape(values[t]))
+        j = k + 1
+        while j < len(plan):
+            step = plan[j]
+            now = tuple(tuple(np.shape(values[t])) if t >= 0 else None for t in step.inputs)
+            if step.in_shapes != now:
+                for t, s in zip(step.inputs, now):
+                    if t >= 0:
+                        self.shapes[t] = s
+                if step.delegate is not None:
+                    self._undelegate(j)
+                    continue
+                plan[j] = step = self.reference_step(step.nodes[0])
+                self.deferred.discard(step.nodes[0])
+            self._failed = step
+            res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
+            if isinstance(res, np.ndarray):
+                res = (res,)
+            for t, v in zip(step.outputs, res):
+                values[t] = v
+                self.shapes[t] = tuple(np.shape(v))
+            j += 1
+
+    def _undelegate(self, j: int) -> None:
+        """Replace delegated plan step j by reference steps for its nodes (shapes went dynamic)."""
+        import warnings
+
+        step = self.plan[j]
+        refs = [Step(node_label(self.sg, n), _unprepared, self.sg.operators[n].inputs,
+                     self.sg.operators[n].outputs, (n,)) for n in sorted(step.nodes, key=self.sg.execution_order.index)]
+        self.plan[j:j + 1] = refs
+        msg = "input shapes changed at invoke (dynamic tensors); the nodes run on the CPU reference"
+        if self.report is not None:
+            self.report.failures.append((step.delegate, step.nodes, msg))
+            for n in step.nodes:
+                self.report.node_delegate.pop(n, None)
+        warnings.warn(f"{step.delegate} partition of nodes {list(step.nodes)}: {msg}", stacklevel=3)
+
+
+def _unprepared(*args):
+    raise KernelError("node was not prepared (its input shapes are only known at invoke)")

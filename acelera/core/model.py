@@ -293,8 +293,10 @@ class _Loader:
                       bool(t.IsVariable()), sparsity)
 
     def _constant(self, raw, ttype: int, dt: np.dtype, shape, n_elem: int, sparsity, label: str):
+        if ttype == 5:
+            return self._strings(raw, shape, n_elem, label)
         if dt == np.object_:
-            return np.frombuffer(raw, np.uint8)  # strings/resources stay raw bytes
+            return np.frombuffer(raw, np.uint8)  # resources and variants stay raw bytes
         if sparsity is not None:
             if len(raw) % dt.itemsize:
                 raise self.fail(f"{label}: sparse buffer size {len(raw)} is not a multiple of {dt.itemsize}")
@@ -314,6 +316,14 @@ class _Loader:
         arr = np.frombuffer(raw, dt).reshape(shape)
         arr.flags.writeable = False
         return arr
+
+    def _strings(self, raw, shape, n_elem: int, label: str) -> np.ndarray:
+        """A STRING buffer (int32 count, count + 1 int32 offsets, then the bytes) as an object
+        array of bytes with the tensor's shape."""
+        try:
+            return decode_strings(bytes(raw), shape)
+        except ValueError as e:
+            raise self.fail(f"{label}: {e}") from None
 
     def _quantization(self, q, label: str, shape) -> Quantization:
         if q is None:
@@ -466,6 +476,34 @@ class _Loader:
             stuck = sorted(set(range(len(ops))) - set(order))
             raise self.fail(f"{where}: the graph has a cycle through nodes {stuck[:10]}")
         return tuple(order)
+
+
+def decode_strings(raw: bytes, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """TFLite's string buffer format -> object array of bytes (ValueError when malformed)."""
+    if len(raw) < 4:
+        raise ValueError(f"string buffer of {len(raw)} bytes has no count")
+    n = int(np.frombuffer(raw, "<i4", 1)[0])
+    if n < 0 or 4 * (n + 2) > len(raw):
+        raise ValueError(f"string count {n} does not fit a buffer of {len(raw)} bytes")
+    offs = np.frombuffer(raw, "<i4", n + 1, 4).astype(np.int64)
+    if offs[0] != 4 * (n + 2) or np.any(np.diff(offs) < 0) or offs[-1] > len(raw):
+        raise ValueError("string offsets are out of order or outside the buffer")
+    if shape is not None and n != (int(np.prod(shape, dtype=np.int64)) if shape else 1):
+        raise ValueError(f"{n} strings do not fill shape {list(shape)}")
+    out = np.empty(n, dtype=object)
+    for i in range(n):
+        out[i] = raw[offs[i]:offs[i + 1]]
+    return out.reshape(shape if shape is not None else (n,))
+
+
+def encode_strings(values: np.ndarray) -> bytes:
+    """An array of bytes/str -> TFLite's string buffer format."""
+    items = [v if isinstance(v, bytes) else str(v).encode("utf-8") for v in np.asarray(values, dtype=object).reshape(-1)]
+    n = len(items)
+    offs = [4 * (n + 2)]
+    for b in items:
+        offs.append(offs[-1] + len(b))
+    return np.asarray([n] + offs, "<i4").tobytes() + b"".join(items)
 
 
 def _schema(name: str):

@@ -228,7 +228,8 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
                 continue
             label = f"{d.name} partition of {len(nodes)} nodes"
             fn = kernel.invoke if kernel is not None else None
-            unit = Unit(nodes, inputs, outputs, Step(label, fn, inputs, outputs, nodes, d.name), d.name)
+            unit = Unit(nodes, inputs, outputs, Step(label, fn, inputs, outputs, nodes, d.name,
+                                                   ex._input_shapes(inputs)), d.name)
             for i in members:
                 replaced[i] = unit
             for n in nodes:

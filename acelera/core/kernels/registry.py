@@ -55,12 +55,14 @@ def check_divisor(y: np.ndarray, zero=0, what: str = "division by zero") -> None
 
 @dataclass(frozen=True)
 class NodeContext:
-    """What a kernel's prepare function sees: the node, its tensors with current shapes."""
+    """What a kernel's prepare function sees: the node, its tensors with current shapes, and
+    (for control flow, variables and hashtables) the model-wide runtime it runs in."""
 
     index: int
     op: Operator
     inputs: tuple[Tensor | None, ...]
     outputs: tuple[Tensor, ...]
+    runtime: Any = None  # executor.ModelRuntime: subgraphs and resources of the whole model
 
     @property
     def options(self) -> Mapping[str, Any]:
@@ -89,17 +91,19 @@ class KernelSpec:
     op: str
     max_version: int
     prepare: PrepareFn
+    dtypes: tuple[str, ...] = ()  # TFLite type names of the main input this kernel accepts
 
 
 _REGISTRY: dict[str, KernelSpec] = {}
 
 
-def register(op: str, max_version: int = 1) -> Callable[[PrepareFn], PrepareFn]:
-    """Register `prepare` as the reference kernel of builtin op (or custom code) `op`."""
+def register(op: str, max_version: int = 1, dtypes: tuple[str, ...] = ()) -> Callable[[PrepareFn], PrepareFn]:
+    """Register `prepare` as the reference kernel of builtin op (or custom code) `op`;
+    `dtypes` names the TFLite types of its main input it accepts (for the coverage table)."""
     def deco(fn: PrepareFn) -> PrepareFn:
         if op in _REGISTRY:
             raise ValueError(f"kernel for {op} registered twice")
-        _REGISTRY[op] = KernelSpec(op, max_version, fn)
+        _REGISTRY[op] = KernelSpec(op, max_version, fn, tuple(dtypes))
         return fn
     return deco
 
