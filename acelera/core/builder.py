@@ -423,6 +423,8 @@ class ModelBuilder:
         for key, val in op.options.items():
             if isinstance(val, (list, tuple, np.ndarray)):
                 vectors[key] = self._ints(b, getattr(mod, f"Start{_camel(key)}Vector"), [int(v) for v in val])
+            elif isinstance(val, str) and key not in ENUMS:
+                vectors[key] = b.CreateString(val)
         getattr(mod, "Start")(b)
         for key, val in op.options.items():
             adder = getattr(mod, f"Add{_camel(key)}", None)

@@ -16,6 +16,7 @@ from acelera.core.delegate import Delegate
 from acelera.core.errors import InterpreterError as _InterpreterError
 from acelera.core.executor import Executor
 from acelera.core.model import Model, Subgraph, Tensor, load_model
+from acelera.core.runtime import ModelRuntime
 
 
 class InterpreterError(_InterpreterError, ValueError):
@@ -73,7 +74,7 @@ class _Runtime:
     def __init__(self, interp: "Interpreter", sg: Subgraph):
         self.interp = interp
         self.sg = sg
-        self.ex = Executor(sg)
+        self.ex = Executor(sg, interp._model_runtime)
         self.allocated = False
 
     def details(self, i: int) -> dict[str, Any]:
@@ -94,6 +95,9 @@ class _Runtime:
         if t.is_constant:
             raise InterpreterError(f"Cannot set tensor: tensor {i} ('{t.name}') is a constant")
         arr = np.asarray(value)
+        if t.type_name == "STRING" and arr.dtype.kind in "SUO":
+            arr = np.vectorize(lambda v: v if isinstance(v, bytes) else str(v).encode(), otypes=[object])(arr) \
+                if arr.size else arr.astype(object)
         if arr.dtype != t.dtype:
             raise InterpreterError(f"Cannot set tensor: Got value of type {arr.dtype} but expected type "
                                    f"{t.dtype} for input {i}, name: {t.name}")
@@ -148,6 +152,7 @@ class Interpreter:
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < -1):
             raise InterpreterError(f"num_threads must be an int >= -1, got {num_threads!r}")
         self.model: Model = load_model(model_path if model_path is not None else model_content)
+        self._model_runtime = ModelRuntime(self.model)
         self.num_threads = num_threads
         self.delegates = list(experimental_delegates or [])
         for d in self.delegates:
@@ -198,8 +203,11 @@ class Interpreter:
             self._run(rt.ex)
 
     def reset_all_variables(self) -> None:
-        """Reset every variable (state) tensor to its initial value."""
-        self._rt.ex.reset_variables()
+        """Reset every variable (state) tensor to its initial value, and forget resource
+        variables and CALL_ONCE state (LiteRT keeps resource variables; acelera resets them)."""
+        for rt in self._runtimes.values():
+            rt.ex.reset_variables()
+        self._model_runtime.reset()
 
     def get_input_details(self) -> list[dict[str, Any]]:
         return [self._rt.details(i) for i in self.model.main.inputs]
@@ -264,11 +272,13 @@ class SignatureRunner:
 
     def __init__(self, interp: Interpreter, sig):
         self._sig = sig
+        self._interp = interp
         self._rt = interp._runtime(sig.subgraph_index)
 
     def reset_all_variables(self) -> None:
-        """Reset every variable (state) tensor to its initial value."""
-        self._rt.ex.reset_variables()
+        """Reset every variable (state) tensor to its initial value, and forget resource
+        variables and CALL_ONCE state (LiteRT keeps resource variables; acelera resets them)."""
+        self._interp.reset_all_variables()
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:
         return {n: self._rt.details(i) for n, i in self._sig.inputs.items()}

@@ -216,6 +216,7 @@ class _Loader:
         if n_sub == 0:
             raise self.fail("model has no subgraphs")
         subgraphs = tuple(self._subgraph(m.Subgraphs(i), i, buffers, codes) for i in range(n_sub))
+        self._check_calls(subgraphs)
         sigs = self._signatures(m, subgraphs)
         metadata = {}
         for i in range(self.count(m.MetadataLength(), 4, "metadata")):
@@ -392,10 +393,15 @@ class _Loader:
 
     def _options(self, op, label: str) -> Mapping[str, Any]:
         otype = int(op.BuiltinOptionsType())
+        names, table = _option_class_names(), None
         if otype == 0:
-            return MappingProxyType({})
-        cls_name = _option_class_names().get(otype)
-        table = op.BuiltinOptions()
+            otype = int(op.BuiltinOptions2Type()) if hasattr(op, "BuiltinOptions2Type") else 0
+            if otype == 0:
+                return MappingProxyType({})
+            names, table = _option_class_names("BuiltinOptions2"), op.BuiltinOptions2()
+        else:
+            table = op.BuiltinOptions()
+        cls_name = names.get(otype)
         if cls_name is None or table is None:
             raise self.fail(f"{label}: unknown builtin options type {otype}")
         obj = _schema(cls_name)()
@@ -408,6 +414,37 @@ class _Loader:
                 val = getattr(obj, getter)()
                 out[key] = val.decode("utf-8", "replace") if isinstance(val, bytes) else val
         return MappingProxyType(out)
+
+    def _check_calls(self, subgraphs) -> None:
+        """Subgraph indices named by control-flow options exist, and no subgraph calls itself,
+        directly or through others (LiteRT would recurse without end)."""
+        n = len(subgraphs)
+        calls: dict[int, set[int]] = {}
+        for sg in subgraphs:
+            for op in sg.operators:
+                for key, val in op.options.items():
+                    if not key.endswith(("subgraph_index", "subgraph_indices")):
+                        continue
+                    for target in (val if isinstance(val, tuple) else (val,)):
+                        if not 0 <= int(target) < n:
+                            raise self.fail(f"subgraph {sg.index} node {op.index} ({op.name}): {key} "
+                                            f"{target} out of range (0..{n - 1})")
+                        calls.setdefault(sg.index, set()).add(int(target))
+        state: dict[int, int] = {}  # 1 visiting, 2 done
+
+        def visit(i: int, path: list[int]) -> None:
+            state[i] = 1
+            for j in sorted(calls.get(i, ())):
+                if state.get(j) == 1:
+                    cycle = " -> ".join(str(k) for k in path[path.index(j):] + [j])
+                    raise self.fail(f"subgraphs call each other in a cycle ({cycle})")
+                if j not in state:
+                    visit(j, path + [j])
+            state[i] = 2
+
+        for i in range(n):
+            if i not in state:
+                visit(i, [i])
 
     def _signatures(self, m, subgraphs) -> tuple[SignatureDef, ...]:
         sigs = []
@@ -511,8 +548,8 @@ def _schema(name: str):
 
 
 @lru_cache(maxsize=None)
-def _option_class_names() -> dict[int, str]:
-    cls = _schema("BuiltinOptions")
+def _option_class_names(union: str = "BuiltinOptions") -> dict[int, str]:
+    cls = _schema(union)
     return {v: k for k, v in vars(cls).items() if not k.startswith("_") and isinstance(v, int) and v}
 
 

@@ -24,8 +24,10 @@ _GATHER_INDEX_TYPES = {_INT16, _INT32, _INT64}
 def gather(node: NodeContext):
     params, positions = node.input(0), node.input(1)
     out_t = node.outputs[0]
-    if params.type not in _GATHER_TYPES:
+    if params.type not in _GATHER_TYPES and params.type != _STRING:
         raise node.unsupported(f"input type {params.type_name} is not supported")
+    if params.type == _STRING and len(params.shape) != 1:
+        raise node.unsupported("STRING input must be 1-D (as in LiteRT)")
     if positions.type not in _GATHER_INDEX_TYPES:
         raise node.unsupported(f"positions of type {positions.type_name} are not supported")
     if out_t.dtype != params.dtype:
@@ -58,7 +60,7 @@ def gather(node: NodeContext):
                                   f"of size {axis_size}")
         out_shape = shape[:axis] + ishape[batch_dims:] + shape[axis + 1:]
         if x.size == 0 or idx.size == 0:
-            return np.zeros(out_shape, out_dtype)
+            return np.full(out_shape, b"", object) if out_dtype == object else np.zeros(out_shape, out_dtype)
         if batch_dims == 0:
             return np.asarray(np.take(x, idx, axis=axis), out_dtype).reshape(out_shape)
         b = int(np.prod(shape[:batch_dims], dtype=np.int64))

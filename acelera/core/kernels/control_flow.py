@@ -1,0 +1,103 @@
+"""Control flow over the model's other subgraphs: IF, WHILE, CALL_ONCE (tflite/kernels/if.cc,
+while.cc, call_once.cc).
+
+The called subgraphs run on the reference kernels through the interpreter's ModelRuntime,
+each with its own tensors; delegates only ever see the primary subgraph. The loader has
+already refused out-of-range subgraph indices and call cycles.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from acelera.core.errors import AceleraError
+from acelera.core.kernels.registry import NodeContext, in_shape_pass, register
+
+MAX_LOOP_ITERATIONS = int(os.environ.get("ACELERA_MAX_LOOP_ITERATIONS", "1000000"))
+
+
+def _runtime(node: NodeContext):
+    if node.runtime is None:
+        raise node.unsupported("needs the whole model (run it through an Interpreter)")
+    return node.runtime
+
+
+def _subgraph(node: NodeContext, key: str) -> int:
+    rt = _runtime(node)
+    index = int(node.options.get(key, -1))
+    rt.check_subgraph(index, key.replace("_subgraph_index", ""))
+    return index
+
+
+def _shape_check(node: NodeContext, rt, index: int, n_in: int, n_out: int, what: str) -> None:
+    sg = rt.model.subgraphs[index]
+    if len(sg.inputs) != n_in or len(sg.outputs) != n_out:
+        raise node.unsupported(f"{what} subgraph {index} has {len(sg.inputs)} inputs and {len(sg.outputs)} "
+                               f"outputs, the node needs {n_in} and {n_out}")
+
+
+def _truth(value: np.ndarray, what: str) -> bool:
+    if value.size != 1:
+        raise AceleraError(f"{what} must be a single boolean, got shape {list(value.shape)}")
+    return bool(value.reshape(-1)[0])
+
+
+@register("IF", max_version=1, dtypes=("BOOL",))
+def if_(node: NodeContext):
+    rt = _runtime(node)
+    then_i, else_i = _subgraph(node, "then_subgraph_index"), _subgraph(node, "else_subgraph_index")
+    n_in, n_out = len(node.inputs) - 1, len(node.outputs)
+    if n_in < 0 or node.input(0) is None or node.input(0).type_name != "BOOL":
+        raise node.unsupported("the condition (input 0) must be a BOOL tensor")
+    for index, what in ((then_i, "then"), (else_i, "else")):
+        _shape_check(node, rt, index, n_in, n_out, what)
+        rt.callee(index, [t.shape for t in node.inputs[1:]])
+
+    def run(cond, *args):
+        return tuple(rt.call(then_i if _truth(cond, "IF condition") else else_i, args))
+
+    return run
+
+
+@register("WHILE", max_version=1)
+def while_(node: NodeContext):
+    rt = _runtime(node)
+    cond_i, body_i = _subgraph(node, "cond_subgraph_index"), _subgraph(node, "body_subgraph_index")
+    n = len(node.inputs)
+    if len(node.outputs) != n or any(t is None for t in node.inputs):
+        raise node.unsupported(f"needs as many outputs as inputs ({n}), got {len(node.outputs)}")
+    _shape_check(node, rt, cond_i, n, 1, "cond")
+    _shape_check(node, rt, body_i, n, n, "body")
+    shapes = [t.shape for t in node.inputs]
+    rt.callee(cond_i, shapes)
+    rt.callee(body_i, shapes)
+
+    def run(*args):
+        if in_shape_pass():
+            return tuple(np.array(a, copy=True) for a in args)
+        values = list(args)
+        for _ in range(MAX_LOOP_ITERATIONS):
+            if not _truth(rt.call(cond_i, values)[0], "WHILE condition"):
+                return tuple(np.array(v, copy=True) for v in values)
+            values = [np.array(v, copy=True) for v in rt.call(body_i, values)]
+        raise AceleraError(f"loop did not finish after {MAX_LOOP_ITERATIONS} iterations "
+                           f"(ACELERA_MAX_LOOP_ITERATIONS raises the limit)")
+
+    return run
+
+
+@register("CALL_ONCE", max_version=1)
+def call_once(node: NodeContext):
+    rt = _runtime(node)
+    init = _subgraph(node, "init_subgraph_index")
+    _shape_check(node, rt, init, 0, 0, "init")
+    rt.callee(init, [])
+
+    def run(*args):
+        if not in_shape_pass() and init not in rt.initialized:
+            rt.call(init, [])
+            rt.initialized.add(init)
+        return ()
+
+    return run
