@@ -126,3 +126,31 @@ def test_fuzz_through_every_delegate(models_dir, monkeypatch):
                 except AceleraError as e:
                     assert "\n" not in str(e), f"{d.name}: {e}"
     assert ran > 0
+
+
+def test_fuzz_multi_subgraph_models(monkeypatch):
+    """Mutated models with control flow, variables and hashtables: a result or one AceleraError
+    line, quickly; loops are capped so a mutated condition cannot hang the run."""
+    from acelera.core.kernels import control_flow
+    from cf_models import ALL
+
+    monkeypatch.setattr(model_module, "MAX_TENSOR_BYTES", 64 << 20)
+    monkeypatch.setattr(control_flow, "MAX_LOOP_ITERATIONS", 1000)
+    rng = np.random.default_rng(int(os.environ.get("ACELERA_FUZZ_SEED", "11")))
+    corpus = [f() for f in ALL]
+    loaded = 0
+    for k in range(int(os.environ.get("ACELERA_FUZZ_RUN_CASES", "300"))):
+        bad = mutate(corpus[k % len(corpus)], rng)
+        t0 = time.perf_counter()
+        try:
+            it = Interpreter(model_content=bad)
+            loaded += 1
+            it.allocate_tensors()
+            for d in it.get_input_details():
+                it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+            it.invoke()
+            it.invoke()
+        except AceleraError as e:
+            assert "\n" not in str(e), str(e)
+        assert time.perf_counter() - t0 < 5.0, f"case {k} took too long"
+    assert loaded > 0
