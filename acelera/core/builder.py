@@ -92,6 +92,10 @@ OPTIONS_TABLE: dict[str, str] = {
     "ATAN2": "ATan2Options", "BROADCAST_ARGS": None, "REDUCE_ALL": "ReducerOptions",
     "DYNAMIC_UPDATE_SLICE": "DynamicUpdateSliceOptions", "SIN": None, "ZEROS_LIKE": "ZerosLikeOptions",
     "RANK": "RankOptions", "ABS": "AbsOptions",
+    "STABLEHLO_PAD": "StablehloPadOptions", "STABLEHLO_COMPOSITE": "StableHLOCompositeOptions",
+    "STABLEHLO_GATHER": "StablehloGatherOptions", "STABLEHLO_SCATTER": "StablehloScatterOptions",
+    "STABLEHLO_REDUCE_WINDOW": "StablehloReduceWindowOptions", "REDUCE_WINDOW": "ReduceWindowOptions",
+    "STABLEHLO_RNG_BIT_GENERATOR": "StablehloRngBitGeneratorOptions", "DILATE": None,
 }
 OPTIONS_TABLE = {k: v for k, v in OPTIONS_TABLE.items() if v is not None}
 
@@ -408,9 +412,12 @@ class ModelBuilder:
         O.AddOpcodeIndex(b, code_index)
         O.AddInputs(b, ins)
         O.AddOutputs(b, outs)
-        if opts is not None:
+        if opts is not None and hasattr(_table_module("BuiltinOptions").BuiltinOptions, op.options_table):
             O.AddBuiltinOptionsType(b, opts[0])
             O.AddBuiltinOptions(b, opts[1])
+        elif opts is not None:
+            O.AddBuiltinOptions2Type(b, opts[0])
+            O.AddBuiltinOptions2(b, opts[1])
         if custom is not None:
             O.AddCustomOptions(b, custom)
         return O.End(b)
@@ -419,12 +426,17 @@ class ModelBuilder:
         name = op.options_table
         mod = _table_module(name)
         union = getattr(_table_module("BuiltinOptions"), "BuiltinOptions")
+        if not hasattr(union, name):
+            union = getattr(_table_module("BuiltinOptions2"), "BuiltinOptions2")
+        kind = "int64" if name.startswith("Stablehlo") else "int32"
         vectors = {}
         for key, val in op.options.items():
             if isinstance(val, (list, tuple, np.ndarray)):
-                vectors[key] = self._ints(b, getattr(mod, f"Start{_camel(key)}Vector"), [int(v) for v in val])
+                vectors[key] = self._ints(b, getattr(mod, f"Start{_camel(key)}Vector"), [int(v) for v in val], kind)
             elif isinstance(val, str) and key not in ENUMS:
                 vectors[key] = b.CreateString(val)
+            elif isinstance(val, (bytes, bytearray)):
+                vectors[key] = b.CreateByteVector(bytes(val))
         getattr(mod, "Start")(b)
         for key, val in op.options.items():
             adder = getattr(mod, f"Add{_camel(key)}", None)

@@ -101,3 +101,12 @@ def call_once(node: NodeContext):
         return ()
 
     return run
+
+
+@register("STABLEHLO_COMPOSITE", max_version=1)
+def stablehlo_composite(node: NodeContext):
+    rt = _runtime(node)
+    index = _subgraph(node, "decomposition_subgraph_index")
+    _shape_check(node, rt, index, len(node.inputs), len(node.outputs), "decomposition")
+    rt.callee(index, [t.shape for t in node.inputs])
+    return lambda *args: tuple(rt.call(index, args))
