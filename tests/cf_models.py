@@ -116,4 +116,22 @@ def where_gather_model() -> bytes:
     return b.build()
 
 
-ALL = [while_sum_model, if_model, variable_model, hashtable_model, where_gather_model]
+
+def runtime_reshape_model() -> bytes:
+    """RESHAPE(x, s) with the shape fed at run time, then MUL and ADD: every invoke may change
+    the shapes of the last two nodes."""
+    b = ModelBuilder()
+    x = b.add_input("x", (6,), np.float32)
+    s = b.add_input("s", (2,), np.int32)
+    r = b.add_tensor("r", (2, 3), np.float32, shape_signature=(-1, -1))
+    b.add_operator("RESHAPE", [x, s], [r])
+    k = b.add_constant("k", np.array([2], np.float32))
+    y = b.add_tensor("y", (2, 3), np.float32, shape_signature=(-1, -1))
+    b.add_operator("MUL", [r, k], [y])
+    z = b.add_tensor("z", (2, 3), np.float32, shape_signature=(-1, -1))
+    b.add_operator("ADD", [y, k], [z])
+    b.mark_outputs(z)
+    return b.build()
+
+
+ALL = [while_sum_model, if_model, variable_model, hashtable_model, where_gather_model, runtime_reshape_model]

@@ -177,3 +177,27 @@ def test_strings_round_trip_through_gather():
     got = run_acelera(b.build(), [np.array([b"a", b"bb", b"", b"dddd"], object), np.array([3, 1], np.int32)])
     want = run_litert(b.build(), [np.array([b"a", b"bb", b"", b"dddd"]), np.array([3, 1], np.int32)])
     assert [bytes(v) for v in got[0]] == [bytes(v) for v in want[0]] == [b"dddd", b"bb"]
+
+
+@pytest.mark.parametrize("delegate", ["xnnpack-cpu", "nnapi"])
+def test_delegated_partition_falls_back_when_shapes_change(delegate):
+    import warnings
+
+    from acelera import load_delegate
+    from cf_models import runtime_reshape_model
+
+    it = Interpreter(model_content=runtime_reshape_model(), experimental_delegates=[load_delegate(delegate)])
+    it.allocate_tensors()
+    assert it.delegation.node_delegate == {1: delegate, 2: delegate}
+    x = np.arange(6, dtype=np.float32)
+    for shape, warns in (([2, 3], False), ([3, 2], True), ([6, 1], False)):
+        it.set_tensor(0, x)
+        it.set_tensor(1, np.array(shape, np.int32))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            it.invoke()
+        assert bool(w) == warns
+        np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]),
+                                      (x * 2 + 2).reshape(shape))
+    assert it.delegation.node_delegate == {}
+    assert "input shapes changed at invoke" in it.delegation.failures[0][2]
