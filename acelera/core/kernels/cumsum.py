@@ -1,0 +1,54 @@
+"""CUMSUM reference kernel (tflite/kernels/cumsum.cc, CumsumImpl in
+tflite/kernels/internal/optimized/optimized_ops.h).
+
+LiteRT's Eigen scan adds one element at a time to an accumulator that starts at zero, in the
+input type (integers wrap); exclusive writes the accumulator before adding, reverse scans from
+the end. numpy's cumsum over [0, x0, x1, ...] performs exactly those float32 additions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.dtypes import TYPE_CODES
+from acelera.core.executor import KernelError
+from acelera.core.kernels.array_util import check_arity, same_type_output
+from acelera.core.kernels.registry import Kernel, NodeContext, register
+
+_INT32, _INT64 = TYPE_CODES["INT32"], TYPE_CODES["INT64"]
+_TYPES = ("INT32", "FLOAT32", "INT64")
+
+
+@register("CUMSUM", max_version=1, dtypes=_TYPES)
+def cumsum(node: NodeContext) -> Kernel:
+    check_arity(node, 2, 1)
+    x_t, axis_t = node.inputs
+    if x_t.type_name not in _TYPES:
+        raise node.unsupported(f"input type {x_t.type_name} is not supported (INT32, FLOAT32, INT64)")
+    if axis_t.type != _INT32:
+        raise node.unsupported(f"axis of type {axis_t.type_name} is not supported (INT32)")
+    if int(np.prod(axis_t.shape, dtype=np.int64)) != 1:
+        raise node.unsupported(f"axis must have one element, got shape {list(axis_t.shape)}")
+    if len(x_t.shape) < 1:
+        raise node.unsupported("input must have rank >= 1")
+    dt = same_type_output(node, x_t)
+    exclusive = bool(node.options.get("exclusive", False))
+    reverse = bool(node.options.get("reverse", False))
+
+    def run(x: np.ndarray, axis: np.ndarray) -> np.ndarray:
+        rank = x.ndim
+        a = int(axis.reshape(-1)[0])
+        if a < 0:
+            a += rank
+        if not 0 <= a < rank:
+            raise KernelError(f"axis {int(axis.reshape(-1)[0])} is out of range for rank {rank}")
+        if x.size == 0:
+            return np.zeros(x.shape, dt)
+        y = np.flip(x, a) if reverse else x
+        pad = [(0, 0)] * rank
+        pad[a] = (1, 0)
+        acc = np.cumsum(np.pad(y, pad), axis=a, dtype=dt)
+        n = x.shape[a]
+        acc = acc.take(np.arange(n) if exclusive else np.arange(1, n + 1), axis=a)
+        return np.ascontiguousarray(np.flip(acc, a) if reverse else acc)
+
+    return run

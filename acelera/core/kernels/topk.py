@@ -1,0 +1,63 @@
+"""TOPK_V2 reference kernel (tflite/kernels/topk_v2.cc).
+
+LiteRT's TopContainer orders indices by a total order: larger values first, NaN after every
+number, ties (and NaNs among themselves) by smaller index. The k first indices of a stable sort
+on that key are therefore exactly LiteRT's output, whatever its heap does internally.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.dtypes import TYPE_CODES
+from acelera.core.executor import KernelError
+from acelera.core.kernels.array_util import check_arity, same_type_output
+from acelera.core.kernels.registry import Kernel, NodeContext, register
+
+_INT16, _INT32 = TYPE_CODES["INT16"], TYPE_CODES["INT32"]
+_TYPES = ("FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64")
+
+
+def _descending_order(rows: np.ndarray) -> np.ndarray:
+    """Per row, the indices sorted by LiteRT's TopK order."""
+    if rows.dtype.kind == "f":
+        key = -rows  # numpy sorts NaN last, whatever its sign
+    else:
+        key = ~rows  # order-reversing and overflow-free for signed and unsigned integers
+    return np.argsort(key, axis=-1, kind="stable")
+
+
+@register("TOPK_V2", max_version=3, dtypes=_TYPES)
+def topk_v2(node: NodeContext) -> Kernel:
+    check_arity(node, 2, 2)
+    x_t, k_t = node.inputs
+    same_type_output(node, x_t, 0)
+    if k_t.type not in (_INT32, _INT16):
+        raise node.unsupported(f"k of type {k_t.type_name} is not supported (INT32 or INT16)")
+    if int(np.prod(k_t.shape, dtype=np.int64)) != 1:
+        raise node.unsupported(f"k must have one element, got shape {list(k_t.shape)}")
+    if len(x_t.shape) < 1:
+        raise node.unsupported("input must have rank >= 1")
+    if x_t.type_name not in _TYPES:
+        raise node.unsupported(f"input type {x_t.type_name} is not supported")
+    idx_t = node.outputs[1]
+    if idx_t.type not in (_INT32, _INT16):
+        raise node.unsupported(f"index output type {idx_t.type_name} is not supported (INT32 or INT16)")
+    idx_dt = idx_t.dtype
+
+    def run(x: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        kk = int(k.reshape(-1)[0])
+        n = x.shape[-1]
+        if kk > n:
+            raise KernelError(f"k {kk} is larger than the last dimension {n}")
+        kk = max(kk, 0)
+        out_shape = x.shape[:-1] + (kk,)
+        if kk == 0 or x.size == 0:
+            return np.zeros(out_shape, x.dtype), np.zeros(out_shape, idx_dt)
+        rows = x.reshape(-1, n)
+        if n > np.iinfo(idx_dt).max:
+            raise KernelError(f"row size {n} exceeds the range of the {idx_t.type_name} index output")
+        order = _descending_order(rows)[:, :kk]
+        values = np.take_along_axis(rows, order, axis=-1)
+        return values.reshape(out_shape), order.astype(idx_dt).reshape(out_shape)
+
+    return run
