@@ -107,7 +107,8 @@ ENUMS: dict[str, dict[str, int]] = {
     "weights_format": {"DEFAULT": 0, "SHUFFLED4x16INT8": 1},
     "kernel_type": {"FULL": 0, "BASIC": 1},
 }
-for _k in ("in_data_type", "out_data_type", "output_type", "quantized_bias_type"):
+for _k in ("in_data_type", "out_data_type", "output_type", "quantized_bias_type", "out_type", "idx_out_type",
+           "key_dtype", "value_dtype", "index_out_type"):
     ENUMS[_k] = dtypes.TYPE_CODES
 
 
@@ -150,6 +151,7 @@ class _Op:
     options_table: str | None
     options: dict[str, Any]
     custom_options: bytes
+    intermediates: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -207,15 +209,16 @@ class ModelBuilder:
     def add_operator(self, op: str, inputs: Sequence[int], outputs: Sequence[int], *,
                      version: int = 1, custom_code: str | None = None,
                      custom_options: bytes = b"", options_table: str | None = None,
-                     **options: Any) -> int:
+                     intermediates: Sequence[int] = (), **options: Any) -> int:
         """Add a node; `op` is a builtin name, or "CUSTOM" with `custom_code`; `options_table`
-        names the schema's options table where OPTIONS_TABLE does not know the op."""
+        names the schema's options table where OPTIONS_TABLE does not know the op;
+        `intermediates` lists the node's intermediate tensors (quantized LSTMs)."""
         code = BUILTIN_CODES[op]
         table = options_table or OPTIONS_TABLE.get(op)
         if options and table is None:
             raise ValueError(f"{op} takes no builtin options, got {sorted(options)}")
         self.ops.append(_Op(code, custom_code, version, list(inputs), list(outputs), table,
-                            options, custom_options))
+                            options, custom_options, list(intermediates)))
         return len(self.ops) - 1
 
     def mark_outputs(self, *tensors: int) -> None:
@@ -408,10 +411,13 @@ class ModelBuilder:
             custom = b.CreateByteVector(op.custom_options)
         ins = self._ints(b, O.StartInputsVector, op.inputs)
         outs = self._ints(b, O.StartOutputsVector, op.outputs)
+        inter = self._ints(b, O.StartIntermediatesVector, op.intermediates) if op.intermediates else None
         O.Start(b)
         O.AddOpcodeIndex(b, code_index)
         O.AddInputs(b, ins)
         O.AddOutputs(b, outs)
+        if inter is not None:
+            O.AddIntermediates(b, inter)
         if opts is not None and hasattr(_table_module("BuiltinOptions").BuiltinOptions, op.options_table):
             O.AddBuiltinOptionsType(b, opts[0])
             O.AddBuiltinOptions(b, opts[1])
