@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from acelera import __version__
+from acelera.cli.ops_cmd import OPS_HELP, ops_command
 from acelera.cli.options import AceleraGroup, make_command, parsed_from
 from acelera.core.errors import AceleraError
 from acelera.registrar.config import apply_config
@@ -181,6 +182,7 @@ def build_app(registry: Registry) -> typer.Typer:
         console.print(t)
 
     app.add_typer(delegates, name="delegates")
+    app.command("ops", help=OPS_HELP)(ops_command)
 
     @app.command("doctor", help="Run each delegate's availability probe and a tiny model: PASS/FAIL.")
     def doctor():

@@ -8,6 +8,7 @@ TYPE_NAMES: dict[int, str] = {
     0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING", 6: "BOOL",
     7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64", 11: "COMPLEX128", 12: "UINT64",
     13: "RESOURCE", 14: "VARIANT", 15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16",
+    21: "FLOAT8_E4M3FN", 22: "FLOAT8_E5M2",
 }
 TYPE_CODES: dict[str, int] = {v: k for k, v in TYPE_NAMES.items()}
 
@@ -21,6 +22,8 @@ _NUMPY: dict[int, np.dtype] = {
     # Types without a numpy counterpart are held as raw bytes.
     5: np.dtype(np.object_), 13: np.dtype(np.object_), 14: np.dtype(np.object_),
     18: np.dtype(np.uint16),
+    # FLOAT8 values are held as their uint8 bit patterns (kernels only move them).
+    21: np.dtype(np.uint8), 22: np.dtype(np.uint8),
 }
 
 

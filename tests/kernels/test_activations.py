@@ -382,7 +382,7 @@ def test_unsupported_prelu_alpha_type_and_shape():
 
 
 def test_unsupported_versions():
-    for op, version in [("SOFTMAX", 4), ("GELU", 3), ("SIN", 2), ("RELU", 4)]:
+    for op, version in [("SOFTMAX", 5), ("GELU", 4), ("SIN", 3), ("RELU", 4)]:
         model = unary_model(op, np.float32, None, None, (1, 4), version)
         expect_unsupported(model)
 

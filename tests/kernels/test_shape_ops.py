@@ -650,8 +650,8 @@ def test_unsupported_raises_at_allocate(op, inputs, outputs, opts):
 def test_unsupported_versions():
     for op, v, ins, outs, opts in [
         ("RESHAPE", 2, [In((2, 2))], [Out((4,))], dict(new_shape=[4])),
-        ("PAD", 6, [In((2,)), Const(np.array([[1, 1]], np.int32))], [Out((4,))], {}),
-        ("SPLIT", 5, [Const(np.array([0], np.int32)), In((2,))], [Out((1,))] * 2, dict(num_splits=2)),
+        ("PAD", 7, [In((2,)), Const(np.array([[1, 1]], np.int32))], [Out((4,))], {}),
+        ("SPLIT", 6, [Const(np.array([0], np.int32)), In((2,))], [Out((1,))] * 2, dict(num_splits=2)),
     ]:
         assert isinstance(allocate_error(single_op_model(op, ins, outs, version=v, **opts)), UnsupportedOpError)
 

@@ -3,7 +3,9 @@ HARD_SWISH, GELU, LOGISTIC, TANH.
 
 Matches LiteRT's BUILTIN_REF kernels (tflite/kernels/activations.cc, kReference paths):
 
-* float32 math in float32 with LiteRT's formulas (LOGISTIC's cut-offs, GELU's erfc form).
+* float32 math in float32 with LiteRT's formulas (LOGISTIC's cut-offs, GELU's erfc form);
+  float16 GELU (v3) rounds to half after every operation, as Eigen::half arithmetic does,
+  tabulated over all 65536 half values.
 * 8-bit and 16-bit quantized ops are elementwise functions of one integer, so prepare
   evaluates LiteRT's integer algorithm (or its LUTPopulate table) once over the whole input
   domain (256 or 65536 values) and run() is a single table lookup.
@@ -180,6 +182,15 @@ def libm(name: str, single: bool = True) -> Callable[[np.ndarray], np.ndarray]:
     return call
 
 
+def half_table(fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """`fn` (float32 in, float32 out) over every float16 value, rounded to float16: an
+    elementwise float16 op is a function of 16 bits, so the table (used with lut_apply)
+    holds exactly what computing each value in float and storing it as half gives."""
+    v = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(F32)
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(v), F32).astype(np.float16)
+
+
 # --- LUTPopulate (tflite/kernels/internal/common.h) --------------------------------------
 
 def lut8(in_scale: float, in_zp: int, out_scale: float, out_zp: int, dtype,
@@ -310,25 +321,25 @@ def _relu_like(node: NodeContext, lo: float, hi: float, allowed: tuple):
     return lambda a: lut_apply(a, table)
 
 
-@register("RELU", max_version=3)
+@register("RELU", max_version=3, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def relu(node: NodeContext):
     return _relu_like(node, 0.0, math.inf, (np.float32, np.uint8, np.int8, np.int16))
 
 
-@register("RELU6", max_version=3)
+@register("RELU6", max_version=3, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def relu6(node: NodeContext):
     return _relu_like(node, 0.0, 6.0, (np.float32, np.uint8, np.int8, np.int16))
 
 
-@register("RELU_N1_TO_1", max_version=1)
+@register("RELU_N1_TO_1", max_version=1, dtypes=("FLOAT32", "UINT8", "INT8"))
 @ndarray_kernel
 def relu_n1_to_1(node: NodeContext):
     return _relu_like(node, -1.0, 1.0, (np.float32, np.uint8, np.int8))
 
 
-@register("RELU_0_TO_1", max_version=1)
+@register("RELU_0_TO_1", max_version=1, dtypes=("FLOAT32", "UINT8", "INT8"))
 @ndarray_kernel
 def relu_0_to_1(node: NodeContext):
     return _relu_like(node, 0.0, 1.0, (np.float32, np.uint8, np.int8))
@@ -336,7 +347,7 @@ def relu_0_to_1(node: NodeContext):
 
 # --- LEAKY_RELU ------------------------------------------------------------------------
 
-@register("LEAKY_RELU", max_version=2)
+@register("LEAKY_RELU", max_version=2, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def leaky_relu(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
@@ -375,7 +386,7 @@ def _prelu_float(a: np.ndarray, alpha) -> np.ndarray:
     return out
 
 
-@register("PRELU", max_version=1)
+@register("PRELU", max_version=1, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def prelu(node: NodeContext):
     x, alpha_t, y = node.input(0), node.input(1), node.outputs[0]
@@ -458,7 +469,7 @@ def _elu_transform(v):
     return np.where(v < 0, libm("expm1")(v), v)
 
 
-@register("ELU", max_version=1)
+@register("ELU", max_version=1, dtypes=("FLOAT32", "INT8"))
 @ndarray_kernel
 def elu(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8))
@@ -480,7 +491,7 @@ def _downscale_to_int16(m: int) -> int:
     return (m + (1 << 15)) >> 16
 
 
-@register("HARD_SWISH", max_version=1)
+@register("HARD_SWISH", max_version=1, dtypes=("FLOAT32", "UINT8", "INT8"))
 @ndarray_kernel
 def hard_swish(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.uint8, np.int8))
@@ -561,11 +572,31 @@ def _gelu_approx_transform(v):
     return (F32(0.5) * v) * (F32(1) + libm("tanh")(inner))
 
 
-@register("GELU", max_version=2)
+def _gelu_half(v: np.ndarray, approximate: bool) -> np.ndarray:
+    """reference_ops::Gelu<Eigen::half>: every Eigen operation rounds its result to half."""
+    def h(a):
+        return np.asarray(a, F32).astype(np.float16).astype(F32)
+
+    if approximate:
+        cube = h(h(v * v) * v)
+        inner = h(h(_SQRT_2_OVER_PI) * h(v + h(h(F32(0.044715)) * cube)))
+        return h(h(F32(0.5) * v) * h(F32(1) + h(libm("tanh")(inner))))
+    return h(h(F32(0.5) * v) * h(libm("erfc")(h(v * h(_NEG_SQRT1_2)))))
+
+
+@functools.cache
+def _gelu_half_table(approximate: bool) -> np.ndarray:
+    return half_table(lambda v: _gelu_half(v, approximate))
+
+
+@register("GELU", max_version=3, dtypes=("FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def gelu(node: NodeContext):
-    x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
+    x, y = unary_io(node, (np.float32, np.float16, np.uint8, np.int8, np.int16))
     approximate = bool(node.options.get("approximate", False))
+    if x.dtype == np.float16:
+        table = _gelu_half_table(approximate)
+        return lambda a: lut_apply(a, table)
     if x.dtype == np.float32:
         if approximate:
             def run_a(a):
@@ -681,7 +712,7 @@ def _sigmoid_transform(v):
         return F32(1) / (F32(1) + libm("exp")(-v))
 
 
-@register("LOGISTIC", max_version=3)
+@register("LOGISTIC", max_version=3, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def logistic(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
@@ -708,7 +739,7 @@ def logistic(node: NodeContext):
     return lambda a: lut_apply(a, table)
 
 
-@register("TANH", max_version=3)
+@register("TANH", max_version=3, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def tanh(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))

@@ -21,7 +21,7 @@ from acelera.core.kernels.binary import F32, I8, I16, I32, I64, binary_operands,
 from acelera.core.kernels.registry import NodeContext, check_divisor, register
 
 
-@register("ADD_N", max_version=1)
+@register("ADD_N", max_version=1, dtypes=("FLOAT32", "INT32"))
 def add_n(node: NodeContext):
     ins = list(node.inputs)
     if not ins or any(t is None for t in ins) or len(node.outputs) != 1:
@@ -50,7 +50,7 @@ def _int_operands(node: NodeContext, allowed):
     return a
 
 
-@register("FLOOR_DIV", max_version=3)
+@register("FLOOR_DIV", max_version=3, dtypes=("FLOAT32", "INT8", "INT16", "INT32"))
 def floor_div(node: NodeContext):
     dt = _int_operands(node, {F32, I8, I16, I32}).dtype
     if dt == F32:
@@ -67,7 +67,7 @@ def floor_div(node: NodeContext):
     return scalar_safe(run_i)
 
 
-@register("FLOOR_MOD", max_version=2)
+@register("FLOOR_MOD", max_version=2, dtypes=("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
 def floor_mod(node: NodeContext):
     if _int_operands(node, {F32, I8, I16, I32, I64}).dtype == F32:
         def run_f(x, y):
@@ -83,7 +83,7 @@ def floor_mod(node: NodeContext):
     return scalar_safe(run_i)
 
 
-@register("SIGN", max_version=2)
+@register("SIGN", max_version=2, dtypes=("FLOAT32", "INT32"))
 @ndarray_kernel
 def sign(node: NodeContext):
     x, _ = unary_io(node, (np.float32, np.int32))

@@ -34,7 +34,7 @@ def _swap(a: np.ndarray) -> np.ndarray:
     return np.swapaxes(a, -1, -2)
 
 
-@register("BATCH_MATMUL", max_version=4)
+@register("BATCH_MATMUL", max_version=4, dtypes=("FLOAT32", "INT8", "INT16"))
 def batch_matmul(node: NodeContext):
     opts = node.options
     adj_x = bool(opts.get("adj_x", False))

@@ -6,7 +6,9 @@ squared_difference,pow}.cc and internal/reference/*):
 
 * float outputs go through ActivationFunctionWithMinMax even without a fused activation, so
   +-inf is clamped to +-FLT_MAX (NaN passes through); TANH/SIGN_BIT fused activations are
-  ignored by these ops (CalculateActivationRange treats them as "none").
+  ignored by these ops (CalculateActivationRange treats them as "none"). float16 ADD (v6) and
+  MUL (v8) compute in numpy's float16 (each result rounded to half, as LiteRT's `half`) and
+  clamp to +-65504; COMPLEX64 MUL (v6) rounds each product as libgcc's __mulsc3 does.
 * integer (unquantized) arithmetic wraps like the C++ kernels; int32 DIV truncates.
 * quantized 8-bit ops are evaluated through a 256x256 lookup table built in prepare with the
   exact fixed-point formula (bit-exact by construction, one gather per element at run time);
@@ -36,6 +38,7 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 F32, I8, U8, I16, I32, I64, U32 = (np.dtype(t) for t in (np.float32, np.int8, np.uint8, np.int16,
                                                            np.int32, np.int64, np.uint32))
+F16, C64 = np.dtype(np.float16), np.dtype(np.complex64)
 QUANT8 = (I8, U8)
 
 
@@ -145,6 +148,18 @@ def float_clamp(act: int):
     tensors); a float overflow only shows numpy's RuntimeWarning.
     """
     lo, hi = (np.float32(v) for v in float_activation_bounds(act))
+
+    def clamp(r):
+        r = np.asarray(r)
+        clip_ufunc(r, lo, hi, out=r)
+        return r
+    return clamp
+
+
+def half_clamp(act: int):
+    """float_clamp for float16 results: CalculateActivationRange<half> clamps to +-65504."""
+    lo, hi = float_activation_bounds(act)
+    lo, hi = np.float16(max(lo, -65504.0)), np.float16(min(hi, 65504.0))
 
     def clamp(r):
         r = np.asarray(r)
@@ -366,13 +381,13 @@ def _add_sub(node: NodeContext, sign: int):
     """ADD (sign=+1) and SUB (sign=-1)."""
     op = node.op.name
     act = activation(node)
-    allowed = {F32, I32, I64, U8, I8, I16}
+    allowed = {F32, I32, I64, U8, I8, I16} | ({F16} if op == "ADD" else set())
     a, b, out = binary_operands(node, allowed)
     dt = a.dtype
     ufunc = np.add if sign > 0 else np.subtract
 
-    if dt == F32:
-        clamp = float_clamp(act)
+    if dt in (F32, F16):
+        clamp = float_clamp(act) if dt == F32 else half_clamp(act)
 
         def run(x, y):
             return clamp(ufunc(x, y))
@@ -467,19 +482,20 @@ def _pot_int16(node: NodeContext, sign: int, shift1: int, shift2: int, lo: int, 
     return scalar_safe(blocked(run, I16))
 
 
-@register("ADD", max_version=5)
+@register("ADD", max_version=6, dtypes=("FLOAT32", "FLOAT16", "INT32", "INT64", "UINT8", "INT8", "INT16"))
 def add(node: NodeContext):
     return _add_sub(node, +1)
 
 
-@register("SUB", max_version=5)
+@register("SUB", max_version=5, dtypes=("FLOAT32", "INT32", "INT64", "UINT8", "INT8", "INT16"))
 def sub(node: NodeContext):
     return _add_sub(node, -1)
 
 
 # --- MUL -----------------------------------------------------------------------------------
 
-@register("MUL", max_version=7)
+@register("MUL", max_version=8, dtypes=("FLOAT32", "FLOAT16", "INT32", "INT64", "INT16", "UINT32", "UINT8", "INT8",
+                                       "COMPLEX64"))
 def mul(node: NodeContext):
     act = activation(node)
     a, b = node.input(0), node.input(1)
@@ -488,11 +504,15 @@ def mul(node: NodeContext):
     out = node.outputs[0]
     if a.dtype == I16 and out.dtype in QUANT8:
         return _mul_int16_to_8(node, act)
-    a, b, out = binary_operands(node, {F32, I32, I64, I16, U32, U8, I8})
+    a, b, out = binary_operands(node, {F32, F16, I32, I64, I16, U32, U8, I8, C64})
     dt = a.dtype
+    if dt == C64:
+        if act:
+            raise node.unsupported("a fused activation is not allowed for COMPLEX64 inputs")
+        return _complex_mul
 
-    if dt == F32:
-        clamp = float_clamp(act)
+    if dt in (F32, F16):
+        clamp = float_clamp(act) if dt == F32 else half_clamp(act)
 
         def run(x, y):
             return clamp(np.multiply(x, y))
@@ -528,6 +548,52 @@ def mul(node: NodeContext):
     return scalar_safe(blocked(run16, I16))
 
 
+def _complex_mul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """std::complex<float> products as LiteRT computes them (libgcc's __mulsc3): each float32
+    product rounded before the sum (numpy's complex multiply fuses one of them), and a NaN + NaN i
+    result involving an infinity recomputed as C99 Annex G says."""
+    x, y = np.broadcast_arrays(x, y)
+    out = np.empty(x.shape, C64)
+    with np.errstate(all="ignore"):
+        a, b, c, d = x.real, x.imag, y.real, y.imag
+        ac, bd, ad, bc = a * c, b * d, a * d, b * c
+        out.real = ac - bd
+        out.imag = ad + bc
+        redo = np.isnan(out.real) & np.isnan(out.imag)
+        if redo.any():
+            out[redo] = _annex_g(a[redo], b[redo], c[redo], d[redo],
+                                 ac[redo], bd[redo], ad[redo], bc[redo])
+    return out
+
+
+def _annex_g(a, b, c, d, ac, bd, ad, bc) -> np.ndarray:
+    def box(v, inf):  # copysign(isinf(v) ? 1 : 0, v) where `inf`
+        return np.where(inf, np.copysign(np.isinf(v).astype(np.float32), v), v)
+
+    def zero_nan(v, where):
+        return np.where(where & np.isnan(v), np.copysign(np.float32(0), v), v)
+
+    inf_x = np.isinf(a) | np.isinf(b)
+    inf_y = np.isinf(c) | np.isinf(d)
+    a, b = box(a, inf_x), box(b, inf_x)
+    c, d = zero_nan(c, inf_x), zero_nan(d, inf_x)
+    c, d = box(c, inf_y), box(d, inf_y)
+    a, b = zero_nan(a, inf_y), zero_nan(b, inf_y)
+    overflow = ~(inf_x | inf_y) & (np.isinf(ac) | np.isinf(bd) | np.isinf(ad) | np.isinf(bc))
+    a, b, c, d = (zero_nan(v, overflow) for v in (a, b, c, d))
+    recalc = inf_x | inf_y | overflow
+    inf = np.float32(np.inf)
+    re = np.where(recalc, inf * (a * c - b * d), np.float32(np.nan))
+    im = np.where(recalc, inf * (a * d + b * c), np.float32(np.nan))
+    return _pack(re, im)
+
+
+def _pack(re: np.ndarray, im: np.ndarray) -> np.ndarray:
+    out = np.empty(re.shape, C64)
+    out.real, out.imag = re, im
+    return out
+
+
 def _mul_int16_to_8(node: NodeContext, act: int):
     """int16 x int16 -> int8/uint8 (LSTM helper path): F0 product, rounded >> 8, offset."""
     a, b, out = node.input(0), node.input(1), node.outputs[0]
@@ -553,7 +619,7 @@ def _mul_int16_to_8(node: NodeContext, act: int):
 
 # --- DIV -----------------------------------------------------------------------------------
 
-@register("DIV", max_version=2)
+@register("DIV", max_version=2, dtypes=("FLOAT32", "INT32", "UINT8", "INT8", "INT16"))
 def div(node: NodeContext):
     act = activation(node)
     a, b, out = binary_operands(node, {F32, I32, U8, I8, I16})
@@ -678,19 +744,19 @@ def _max_min(node: NodeContext, greater: bool):
     return scalar_safe(run)
 
 
-@register("MAXIMUM", max_version=4)
+@register("MAXIMUM", max_version=4, dtypes=("FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"))
 def maximum(node: NodeContext):
     return _max_min(node, True)
 
 
-@register("MINIMUM", max_version=4)
+@register("MINIMUM", max_version=4, dtypes=("FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"))
 def minimum(node: NodeContext):
     return _max_min(node, False)
 
 
 # --- SQUARED_DIFFERENCE --------------------------------------------------------------------
 
-@register("SQUARED_DIFFERENCE", max_version=2)
+@register("SQUARED_DIFFERENCE", max_version=2, dtypes=("FLOAT32", "INT32", "INT8"))
 def squared_difference(node: NodeContext):
     a, b, out = binary_operands(node, {F32, I32, I8})
     if a.dtype in (F32, I32):
@@ -721,7 +787,7 @@ def squared_difference(node: NodeContext):
 
 # --- POW -----------------------------------------------------------------------------------
 
-@register("POW", max_version=1)
+@register("POW", max_version=1, dtypes=("FLOAT32", "INT32"))
 def pow_(node: NodeContext):
     a, b, out = binary_operands(node, {F32, I32})
     dt = a.dtype

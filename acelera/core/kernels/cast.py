@@ -107,7 +107,7 @@ def cast_values(x: np.ndarray, src: int, dst: int) -> np.ndarray:
     raise ValueError(f"cast to {_NAMES.get(dst, dst)}")
 
 
-@register("CAST", max_version=9)
+@register("CAST", max_version=9, dtypes=tuple(sorted(_NAMES[t] for t in _CAST_IN)))
 def cast(node: NodeContext):
     x_t, out_t = node.input(0), node.outputs[0]
     src, dst = x_t.type, out_t.type
@@ -171,10 +171,13 @@ def _sse_last_axis(x: np.ndarray, is_max: bool) -> np.ndarray:
     return np.where(np.isnan(best), 0, best_idx)
 
 
+_ARG_TYPES = ("FLOAT32", "UINT8", "INT8", "INT32", "BOOL")
+
+
 def _arg_min_max(node: NodeContext, is_max: bool):
     x_t, axis_t = node.input(0), node.input(1)
     out_t = node.outputs[0]
-    if x_t.type not in (_FLOAT32, _UINT8, _INT8, _INT32, _BOOL):
+    if x_t.type_name not in _ARG_TYPES:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     if axis_t.type not in (_INT32, _INT64):
         raise node.unsupported(f"axis of type {axis_t.type_name} is not supported")
@@ -219,11 +222,11 @@ def _arg_min_max(node: NodeContext, is_max: bool):
     return run
 
 
-@register("ARG_MAX", max_version=3)
+@register("ARG_MAX", max_version=3, dtypes=_ARG_TYPES)
 def arg_max(node: NodeContext):
     return _arg_min_max(node, True)
 
 
-@register("ARG_MIN", max_version=3)
+@register("ARG_MIN", max_version=3, dtypes=_ARG_TYPES)
 def arg_min(node: NodeContext):
     return _arg_min_max(node, False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.dtypes import TYPE_NAMES
 from acelera.core.errors import ModelError
 from acelera.core.kernels.binary import (
     F32, I8, I16, I32, I64, QUANT8, U8, Scratch, binary_operands, bit_select,
@@ -58,33 +59,33 @@ def _comparison(node: NodeContext, ufunc, *, allow_bool: bool, int16_scaled: boo
     return scalar_safe(blocked_into(into, np.bool_))
 
 
-@register("EQUAL", max_version=5)
+@register("EQUAL", max_version=5, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8", "BOOL"))
 def equal(node: NodeContext):
     return _comparison(node, np.equal, allow_bool=True, int16_scaled=True)
 
 
-@register("NOT_EQUAL", max_version=4)
+@register("NOT_EQUAL", max_version=4, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8", "BOOL"))
 def not_equal(node: NodeContext):
     # LiteRT leaves the output unwritten for unquantized int16 NOT_EQUAL; we compute it.
     return _comparison(node, np.not_equal, allow_bool=True, int16_scaled=True)
 
 
-@register("LESS", max_version=3)
+@register("LESS", max_version=3, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8"))
 def less(node: NodeContext):
     return _comparison(node, np.less, allow_bool=False, int16_scaled=False)
 
 
-@register("LESS_EQUAL", max_version=2)
+@register("LESS_EQUAL", max_version=2, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8"))
 def less_equal(node: NodeContext):
     return _comparison(node, np.less_equal, allow_bool=False, int16_scaled=False)
 
 
-@register("GREATER", max_version=2)
+@register("GREATER", max_version=2, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8"))
 def greater(node: NodeContext):
     return _comparison(node, np.greater, allow_bool=False, int16_scaled=False)
 
 
-@register("GREATER_EQUAL", max_version=3)
+@register("GREATER_EQUAL", max_version=3, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8"))
 def greater_equal(node: NodeContext):
     return _comparison(node, np.greater_equal, allow_bool=False, int16_scaled=False)
 
@@ -99,17 +100,17 @@ def _logical(node: NodeContext, ufunc):
     return scalar_safe(run)
 
 
-@register("LOGICAL_AND", max_version=1)
+@register("LOGICAL_AND", max_version=1, dtypes=("BOOL",))
 def logical_and(node: NodeContext):
     return _logical(node, np.logical_and)
 
 
-@register("LOGICAL_OR", max_version=1)
+@register("LOGICAL_OR", max_version=1, dtypes=("BOOL",))
 def logical_or(node: NodeContext):
     return _logical(node, np.logical_or)
 
 
-@register("LOGICAL_NOT", max_version=1)
+@register("LOGICAL_NOT", max_version=1, dtypes=("BOOL",))
 def logical_not(node: NodeContext):
     x = node.input(0)
     if x is None or len(node.outputs) != 1:
@@ -125,6 +126,8 @@ def logical_not(node: NodeContext):
 # --- SELECT --------------------------------------------------------------------------------
 
 _SELECT_UNSUPPORTED = {"STRING", "RESOURCE", "VARIANT", "INT4", "COMPLEX128"}
+# the type of the selected values (inputs 1 and 2)
+SELECT_TYPES = tuple(sorted(set(TYPE_NAMES.values()) - _SELECT_UNSUPPORTED))
 
 
 def _select(node: NodeContext, v2: bool):
@@ -181,12 +184,12 @@ def _select(node: NodeContext, v2: bool):
     return run_rank_one
 
 
-@register("SELECT", max_version=4)
+@register("SELECT", max_version=4, dtypes=SELECT_TYPES)
 def select(node: NodeContext):
     return _select(node, v2=False)
 
 
-@register("SELECT_V2", max_version=2)
+@register("SELECT_V2", max_version=2, dtypes=SELECT_TYPES)
 def select_v2(node: NodeContext):
     return _select(node, v2=True)
 

@@ -21,10 +21,14 @@ from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.kernels.reshape import copy_block, declared_zeros, is_placeholder, legacy_qparams, same_qparams
 from acelera.core.quant import round_half_away
 
-CONCAT_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL", "UINT32"})
-SPLIT_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"})
-PACK_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64", "UINT32"})
-UNPACK_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "BOOL"})
+# FLOAT8 tensors (held as their uint8 bit patterns) are only moved: CONCATENATION v7, SPLIT v5,
+# SPLIT_V v3, PACK v5 and UNPACK v6 (LiteRT takes them when built with
+# TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS).
+FLOAT8 = frozenset({"FLOAT8_E4M3FN", "FLOAT8_E5M2"})
+CONCAT_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL", "UINT32"}) | FLOAT8
+SPLIT_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"}) | FLOAT8
+PACK_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64", "UINT32"}) | FLOAT8
+UNPACK_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "BOOL"}) | FLOAT8
 _FLOAT_ACT = {RELU: (0.0, None), RELU6: (0.0, 6.0), RELU_N1_TO_1: (-1.0, 1.0)}
 
 
@@ -39,7 +43,7 @@ def _requant_table(in_scale: np.float32, in_zp: int, out_scale: np.float32, out_
     return np.clip(r + out_zp, 0, 255).astype(np.uint8)
 
 
-@register("CONCATENATION", max_version=6)
+@register("CONCATENATION", max_version=7, dtypes=tuple(sorted(CONCAT_TYPES)))
 def concatenation(node: NodeContext):
     ins = node.inputs
     out_t = node.outputs[0]
@@ -185,7 +189,7 @@ def _check_outputs(node: NodeContext, x_t, allowed) -> None:
         check_same_type(node, x_t, o)
 
 
-@register("SPLIT", max_version=4)
+@register("SPLIT", max_version=5, dtypes=tuple(sorted(SPLIT_TYPES)))
 def split(node: NodeContext):
     axis_t, x_t = node.inputs[0], node.inputs[1]
     _check_outputs(node, x_t, SPLIT_TYPES)
@@ -215,7 +219,7 @@ def split(node: NodeContext):
     return run_dynamic
 
 
-@register("SPLIT_V", max_version=2)
+@register("SPLIT_V", max_version=3, dtypes=tuple(sorted(SPLIT_TYPES)))
 def split_v(node: NodeContext):
     x_t, sizes_t, axis_t = node.inputs[0], node.inputs[1], node.inputs[2]
     _check_outputs(node, x_t, SPLIT_TYPES)
@@ -253,7 +257,7 @@ def split_v(node: NodeContext):
 
 # --- PACK / UNPACK ------------------------------------------------------------------------
 
-@register("PACK", max_version=4)
+@register("PACK", max_version=5, dtypes=tuple(sorted(PACK_TYPES)))
 def pack(node: NodeContext):
     ins = node.inputs
     out_t = node.outputs[0]
@@ -282,7 +286,7 @@ def pack(node: NodeContext):
     return run
 
 
-@register("UNPACK", max_version=5)
+@register("UNPACK", max_version=6, dtypes=tuple(sorted(UNPACK_TYPES)))
 def unpack(node: NodeContext):
     x_t = node.inputs[0]
     _check_outputs(node, x_t, UNPACK_TYPES)

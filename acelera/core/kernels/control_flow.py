@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from acelera.core.dtypes import TYPE_NAMES
 from acelera.core.errors import AceleraError
 from acelera.core.kernels.registry import NodeContext, in_shape_pass, register
 
@@ -43,6 +44,9 @@ def _truth(value: np.ndarray, what: str) -> bool:
     return bool(value.reshape(-1)[0])
 
 
+_ANY = tuple(sorted(TYPE_NAMES.values()))  # values pass through to the called subgraphs untouched
+
+
 @register("IF", max_version=1, dtypes=("BOOL",))
 def if_(node: NodeContext):
     rt = _runtime(node)
@@ -60,7 +64,7 @@ def if_(node: NodeContext):
     return run
 
 
-@register("WHILE", max_version=1)
+@register("WHILE", max_version=1, dtypes=_ANY)
 def while_(node: NodeContext):
     rt = _runtime(node)
     cond_i, body_i = _subgraph(node, "cond_subgraph_index"), _subgraph(node, "body_subgraph_index")
@@ -87,7 +91,7 @@ def while_(node: NodeContext):
     return run
 
 
-@register("CALL_ONCE", max_version=1)
+@register("CALL_ONCE", max_version=1, dtypes=())
 def call_once(node: NodeContext):
     rt = _runtime(node)
     init = _subgraph(node, "init_subgraph_index")
@@ -103,7 +107,7 @@ def call_once(node: NodeContext):
     return run
 
 
-@register("STABLEHLO_COMPOSITE", max_version=1)
+@register("STABLEHLO_COMPOSITE", max_version=1, dtypes=_ANY)
 def stablehlo_composite(node: NodeContext):
     rt = _runtime(node)
     index = _subgraph(node, "decomposition_subgraph_index")

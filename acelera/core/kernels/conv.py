@@ -378,7 +378,7 @@ def bias_vector(node: NodeContext, b: Tensor | None, channels: int, allowed: tup
 
 # --- CONV_2D ---------------------------------------------------------------------------------
 
-@register("CONV_2D", max_version=8)
+@register("CONV_2D", max_version=8, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 def conv_2d(node: NodeContext) -> Kernel:
     x_t, w_t, b_t, y_t = _conv_tensors(node)
     o, kh, kw, ci = (int(d) for d in w_t.shape)
@@ -538,7 +538,7 @@ def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shap
 
 # --- DEPTHWISE_CONV_2D -----------------------------------------------------------------------
 
-@register("DEPTHWISE_CONV_2D", max_version=7)
+@register("DEPTHWISE_CONV_2D", max_version=7, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 def depthwise_conv_2d(node: NodeContext) -> Kernel:
     x_t, w_t, b_t, y_t = _conv_tensors(node)
     one, kh, kw, o = (int(d) for d in w_t.shape)

@@ -105,7 +105,7 @@ def sparse_to_dense_map(dense_shape: tuple[int, ...], sp: Sparsity) -> np.ndarra
     return flat
 
 
-@register("DENSIFY", max_version=1)
+@register("DENSIFY", max_version=1, dtypes=_SUPPORTED)
 def densify(node: NodeContext):
     x, out = node.input(0), node.outputs[0]
     if x is None or x.sparsity is None or not x.is_constant:

@@ -198,7 +198,7 @@ def _regular_nms(boxes, scores, o, num_classes, label_offset):
     return out_boxes, out_classes, out_scores, len(kept)
 
 
-@register("TFLite_Detection_PostProcess", max_version=1)
+@register("TFLite_Detection_PostProcess", max_version=1, dtypes=("FLOAT32", "UINT8"))
 def detection_postprocess(node: NodeContext):
     if len(node.inputs) != 3 or len(node.outputs) != 4:
         raise node.unsupported(f"expects 3 inputs and 4 outputs, got {len(node.inputs)} and {len(node.outputs)}")

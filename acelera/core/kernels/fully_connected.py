@@ -140,7 +140,7 @@ class ExactIntMatmul:
 
 
 # --- the kernel ---------------------------------------------------------------------------
-@register("FULLY_CONNECTED", max_version=14)
+@register("FULLY_CONNECTED", max_version=14, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 def fully_connected(node: NodeContext):
     opts = node.options
     act = int(opts.get("fused_activation_function", NONE) or 0)

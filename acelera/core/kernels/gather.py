@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
 from acelera.core.executor import KernelError
 from acelera.core.kernels.registry import NodeContext, register
 
@@ -18,9 +19,12 @@ _INT8, _INT4, _BFLOAT16 = 9, 17, 18
 # gather.cc Prepare: the params types it accepts (strings need a string tensor, not supported).
 _GATHER_TYPES = {_FLOAT32, _FLOAT16, _BFLOAT16, _UINT8, _INT4, _INT8, _INT16, _INT64, _INT32, _BOOL}
 _GATHER_INDEX_TYPES = {_INT16, _INT32, _INT64}
+_GATHER_NAMES = tuple(TYPE_NAMES[t] for t in sorted(_GATHER_TYPES | {_STRING}))
+# TILE moves any fixed-size element (not int4)
+_TILE_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items()) if numpy_dtype(c) != np.object_ and c != _INT4)
 
 
-@register("GATHER", max_version=8)
+@register("GATHER", max_version=8, dtypes=_GATHER_NAMES)
 def gather(node: NodeContext):
     params, positions = node.input(0), node.input(1)
     out_t = node.outputs[0]
@@ -74,7 +78,7 @@ def gather(node: NodeContext):
     return run
 
 
-@register("TILE", max_version=3)
+@register("TILE", max_version=3, dtypes=_TILE_NAMES)
 def tile(node: NodeContext):
     x_t, m_t = node.input(0), node.input(1)
     out_t = node.outputs[0]

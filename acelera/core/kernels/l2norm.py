@@ -15,7 +15,7 @@ from acelera.core.quant import multiply_by_quantized_multiplier
 EPSILON = np.float32(1e-6)
 
 
-@register("L2_NORMALIZATION", max_version=2)
+@register("L2_NORMALIZATION", max_version=2, dtypes=("FLOAT32", "UINT8", "INT8"))
 def l2_normalization(node: NodeContext):
     x, y = node.inputs[0], node.outputs[0]
     if node.options.get("fused_activation_function", NONE) != NONE:

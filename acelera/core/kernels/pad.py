@@ -14,7 +14,9 @@ from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.kernels.reshape import SIZED_TYPES, copy_block, legacy_qparams, same_qparams
 
-PAD_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL"})
+# FLOAT8 (v6; LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) pads uint8 bit patterns.
+PAD_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL",
+                       "FLOAT8_E4M3FN", "FLOAT8_E5M2"})
 PADDING_TYPES = ("INT32", "INT64", "INT8", "INT16", "BOOL")
 MAX_RANK = 5  # reference_ops::PadKernelMaxDimensionCount()
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -104,12 +106,12 @@ def _pad_prepare(node: NodeContext):
     return run
 
 
-@register("PAD", max_version=5)
+@register("PAD", max_version=6, dtypes=tuple(sorted(PAD_TYPES)))
 def pad(node: NodeContext):
     return _pad_prepare(node)
 
 
-@register("PADV2", max_version=5)
+@register("PADV2", max_version=6, dtypes=tuple(sorted(PAD_TYPES)))
 def padv2(node: NodeContext):
     return _pad_prepare(node)
 
@@ -136,7 +138,7 @@ class _MirrorPlan:
         return x
 
 
-@register("MIRROR_PAD", max_version=3)
+@register("MIRROR_PAD", max_version=3, dtypes=tuple(sorted(SIZED_TYPES)))
 def mirror_pad(node: NodeContext):
     x_t, pad_t = node.inputs[0], node.inputs[1]
     out_t = node.outputs[0]

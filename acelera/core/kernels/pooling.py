@@ -162,11 +162,11 @@ def _prepare_pool(node: NodeContext, kind: str):
     return run_avg
 
 
-@register("AVERAGE_POOL_2D", max_version=3)
+@register("AVERAGE_POOL_2D", max_version=3, dtypes=_TYPES)
 def average_pool_2d(node: NodeContext):
     return _prepare_pool(node, "avg")
 
 
-@register("MAX_POOL_2D", max_version=3)
+@register("MAX_POOL_2D", max_version=3, dtypes=_TYPES)
 def max_pool_2d(node: NodeContext):
     return _prepare_pool(node, "max")

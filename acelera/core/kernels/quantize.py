@@ -54,7 +54,7 @@ def affine_quantize(x: np.ndarray, scale, zero_point, dtype) -> np.ndarray:
     return out
 
 
-@register("QUANTIZE", max_version=6)
+@register("QUANTIZE", max_version=6, dtypes=("FLOAT32", "INT16", "INT32", "INT8", "UINT8"))
 def quantize(node: NodeContext):
     x, out = node.input(0), node.outputs[0]
     if x is None:
@@ -113,7 +113,7 @@ def quantize(node: NodeContext):
     return run_requantize_lut
 
 
-@register("DEQUANTIZE", max_version=9)
+@register("DEQUANTIZE", max_version=9, dtypes=("FLOAT16", "INT8", "UINT8", "INT16", "INT4"))
 def dequantize(node: NodeContext):
     x, out = node.input(0), node.outputs[0]
     if x is None:

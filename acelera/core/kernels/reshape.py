@@ -3,7 +3,8 @@
 These ops only change the shape: each returns a view of its input (numpy `reshape`), never a
 copy unless the input is a non-contiguous view that cannot be reshaped in place. Semantics
 follow LiteRT's `reshape.cc` (shape tensor or `new_shape` option, one -1 inferred as in
-`reshape_utils.h`, including zero-sized tensors), `squeeze.cc` and `expand_dims.cc`.
+`reshape_utils.h`, including zero-sized tensors), `squeeze.cc` (STRING tensors from v2) and
+`expand_dims.cc`.
 """
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ def resolve_reshape(in_shape: tuple[int, ...], requested: Iterable[int]) -> tupl
     return tuple(out)
 
 
-@register("RESHAPE", max_version=1)
+@register("RESHAPE", max_version=1, dtypes=tuple(sorted(ANY_TYPES)))
 def reshape(node: NodeContext):
     x_t = node.inputs[0]
     out_t = node.outputs[0]
@@ -181,10 +182,10 @@ def squeeze_shape(in_shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int
     return tuple(s for i, s in enumerate(in_shape) if i not in drop)
 
 
-@register("SQUEEZE", max_version=1)
+@register("SQUEEZE", max_version=2, dtypes=tuple(sorted(ANY_TYPES | {"STRING"})))
 def squeeze(node: NodeContext):
     x_t = node.inputs[0]
-    check_type(node, x_t, ANY_TYPES)
+    check_type(node, x_t, ANY_TYPES | {"STRING"})
     check_same_type(node, x_t, node.outputs[0])
     dims = tuple(int(d) for d in node.options.get("squeeze_dims", ()) or ())
     in_shape = x_t.shape
@@ -205,7 +206,7 @@ def expand_shape(in_shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
     return in_shape[:a] + (1,) + in_shape[a:]
 
 
-@register("EXPAND_DIMS", max_version=1)
+@register("EXPAND_DIMS", max_version=1, dtypes=tuple(sorted(ANY_TYPES)))
 def expand_dims(node: NodeContext):
     x_t, axis_t = node.inputs[0], node.inputs[1]
     out_t = node.outputs[0]

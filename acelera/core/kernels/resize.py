@@ -20,10 +20,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
 from acelera.core.executor import KernelError
 from acelera.core.kernels.registry import NodeContext, register
 
 _FLOAT32, _INT32, _UINT8, _INT16, _INT8, _INT4 = 0, 2, 3, 7, 9, 17
+# RESIZE_NEAREST_NEIGHBOR moves any 8/16/32-bit element (not int4)
+_NEAREST_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
+                       if numpy_dtype(c) != np.object_ and numpy_dtype(c).itemsize in (1, 2, 4) and c != _INT4)
 _F32 = np.float32
 
 
@@ -224,7 +228,7 @@ def _read_size(size: np.ndarray) -> tuple[int, int]:
     return int(size[0]), int(size[1])
 
 
-@register("RESIZE_BILINEAR", max_version=4)
+@register("RESIZE_BILINEAR", max_version=4, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 def resize_bilinear(node: NodeContext):
     _size_input(node)
     x_t = node.input(0)
@@ -281,7 +285,7 @@ def _nearest_index(in_size: int, out_size: int, align_corners: bool, half_pixel:
     return idx.astype(np.intp)
 
 
-@register("RESIZE_NEAREST_NEIGHBOR", max_version=4)
+@register("RESIZE_NEAREST_NEIGHBOR", max_version=4, dtypes=_NEAREST_NAMES)
 def resize_nearest_neighbor(node: NodeContext):
     _size_input(node)
     x_t = node.input(0)

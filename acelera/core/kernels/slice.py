@@ -166,7 +166,7 @@ def _litert_count(extent: int, stride: int) -> int:
     return 0 if extent == 0 else (extent - 1) // stride + 1
 
 
-@register("STRIDED_SLICE", max_version=8)
+@register("STRIDED_SLICE", max_version=8, dtypes=tuple(sorted(SIZED_TYPES)))
 def strided_slice(node: NodeContext):
     x_t = node.inputs[0]
     check_type(node, x_t, SIZED_TYPES)
@@ -235,7 +235,7 @@ def slice_plan(in_shape: tuple[int, ...], begin, size) -> SlicePlan:
     return SlicePlan(tuple(in_shape), tuple(index), tuple(out))
 
 
-@register("SLICE", max_version=8)
+@register("SLICE", max_version=8, dtypes=tuple(sorted(SIZED_TYPES)))
 def slice_(node: NodeContext):
     x_t, b_t, s_t = node.inputs[0], node.inputs[1], node.inputs[2]
     check_type(node, x_t, SIZED_TYPES)

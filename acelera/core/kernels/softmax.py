@@ -1,6 +1,8 @@
 """SOFTMAX (with beta) and LOG_SOFTMAX over the last axis.
 
-float32 follows reference_ops::Softmax / LogSoftmax (subtract the row max, exp in float32).
+float32 follows reference_ops::Softmax / LogSoftmax (subtract the row max, exp in float32);
+float16 (SOFTMAX v4) is reference_ops::Softmax<half>: the max in half, exp in float32 stored as
+half, the unrounded exps summed in float32 in order, each stored value divided by that sum.
 Quantized paths are LiteRT's kReference ones, bit-exact:
 
 * int8/uint8 input (int8/uint8/int16 output): gemmlowp fixed point (exp_on_negative_values
@@ -207,7 +209,7 @@ def _rescaled_diffs(mult: int, left_shift: int) -> np.ndarray:
 # SOFTMAX
 # --------------------------------------------------------------------------------------
 
-@register("SOFTMAX", max_version=3)
+@register("SOFTMAX", max_version=4, dtypes=("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16"))
 @ndarray_kernel
 def softmax(node: NodeContext):
     x, y = node.inputs[0], node.outputs[0]
@@ -227,6 +229,8 @@ def softmax(node: NodeContext):
                 e = np.exp((a - np.max(a, axis=-1, keepdims=True)) * fbeta)
                 return e / np.sum(e, axis=-1, keepdims=True, dtype=F32)
         return run_f
+    if pair == (np.float16, np.float16):
+        return _softmax_half(beta)
     allowed = {(np.int8, np.int8), (np.int8, np.int16), (np.uint8, np.uint8),
                (np.uint8, np.int16), (np.int16, np.int16)}
     if pair not in {(np.dtype(a), np.dtype(b)) for a, b in allowed}:
@@ -240,6 +244,23 @@ def softmax(node: NodeContext):
     if x.dtype == np.int16:
         return _softmax_int16(node, x, y, beta)
     return _softmax_q8(node, beta, in_s, y.dtype)
+
+
+def _softmax_half(beta: float):
+    fbeta = F32(beta)
+    lowest = np.float16(-65504.0)
+
+    def run(a):
+        if a.size == 0:
+            return np.empty(a.shape, np.float16)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            # std::max from the type's lowest value: NaN never becomes the max
+            m = np.fmax.reduce(a, axis=-1, keepdims=True, initial=lowest)
+            # expf: exp of the float32 argument, correctly rounded through float64
+            e = np.exp(((a.astype(F32) - m.astype(F32)) * fbeta).astype(np.float64)).astype(F32)
+            total = np.cumsum(e, axis=-1, dtype=F32)[..., -1:]  # sequential, as the C++ loop
+            return (e.astype(np.float16).astype(F32) / total).astype(np.float16)
+    return run
 
 
 def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
@@ -322,7 +343,7 @@ def _int16_softmax_luts() -> tuple[np.ndarray, np.ndarray]:
 # LOG_SOFTMAX
 # --------------------------------------------------------------------------------------
 
-@register("LOG_SOFTMAX", max_version=2)
+@register("LOG_SOFTMAX", max_version=2, dtypes=("FLOAT32", "INT8", "UINT8"))
 @ndarray_kernel
 def log_softmax(node: NodeContext):
     x, y = node.inputs[0], node.outputs[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
 from acelera.core.executor import KernelError
 from acelera.core.kernels.common import check_same_type, scale_zp
 from acelera.core.kernels.registry import NodeContext, register
@@ -17,6 +18,10 @@ _FLOAT32, _INT32, _UINT8, _INT64, _INT16, _INT8, _INT4 = 0, 2, 3, 4, 7, 9, 17
 
 # depth_to_space.cc / space_to_depth.cc Prepare: the accepted tensor types.
 _DEPTH_TYPES = {_FLOAT32, _UINT8, _INT8, _INT32, _INT64}
+_DEPTH_NAMES = tuple(TYPE_NAMES[t] for t in sorted(_DEPTH_TYPES))
+# SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND: every 8/16/32/64-bit type but int4
+_BATCH_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
+                     if numpy_dtype(c) != np.object_ and numpy_dtype(c).itemsize in (1, 2, 4, 8) and c != _INT4)
 
 
 def _depth_op_block_size(node: NodeContext) -> int:
@@ -33,7 +38,7 @@ def _depth_op_block_size(node: NodeContext) -> int:
     return bs
 
 
-@register("DEPTH_TO_SPACE", max_version=2)
+@register("DEPTH_TO_SPACE", max_version=2, dtypes=_DEPTH_NAMES)
 def depth_to_space(node: NodeContext):
     bs = _depth_op_block_size(node)
 
@@ -48,7 +53,7 @@ def depth_to_space(node: NodeContext):
     return run
 
 
-@register("SPACE_TO_DEPTH", max_version=2)
+@register("SPACE_TO_DEPTH", max_version=2, dtypes=_DEPTH_NAMES)
 def space_to_depth(node: NodeContext):
     bs = _depth_op_block_size(node)
 
@@ -106,7 +111,7 @@ def _dynamic_placeholder(x: np.ndarray, block: np.ndarray, pads: np.ndarray):
     return None
 
 
-@register("SPACE_TO_BATCH_ND", max_version=4)
+@register("SPACE_TO_BATCH_ND", max_version=4, dtypes=_BATCH_NAMES)
 def space_to_batch_nd(node: NodeContext):
     _check_batch_space_op(node, "paddings")
     x_t, out_t = node.input(0), node.outputs[0]
@@ -155,7 +160,7 @@ def space_to_batch_nd(node: NodeContext):
     return run
 
 
-@register("BATCH_TO_SPACE_ND", max_version=4)
+@register("BATCH_TO_SPACE_ND", max_version=4, dtypes=_BATCH_NAMES)
 def batch_to_space_nd(node: NodeContext):
     _check_batch_space_op(node, "crops")
     dynamic = node.const(1) is None or node.const(2) is None

@@ -29,7 +29,7 @@ def resolve_perm(perm, rank: int) -> tuple[int, ...]:
 
 
 # Version 9 only adds float16, which a numpy view handles like any other type.
-@register("TRANSPOSE", max_version=9)
+@register("TRANSPOSE", max_version=9, dtypes=tuple(sorted(SIZED_TYPES)))
 def transpose(node: NodeContext):
     x_t, perm_t = node.inputs[0], node.inputs[1]
     check_type(node, x_t, SIZED_TYPES)

@@ -73,7 +73,7 @@ def _weights_t(w: np.ndarray, dtype) -> np.ndarray:
 
 # --- TRANSPOSE_CONV --------------------------------------------------------------------------
 
-@register("TRANSPOSE_CONV", max_version=5)
+@register("TRANSPOSE_CONV", max_version=5, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 def transpose_conv(node: NodeContext) -> Kernel:
     s_t, w_t, x_t = node.input(0), node.input(1), node.input(2)
     b_t = node.input(3)
@@ -225,7 +225,7 @@ def _quant_core(node: NodeContext, act: int, wide: bool):
 _TFLITE_PADDING_SAME, _TFLITE_PADDING_VALID = 1, 2  # TfLitePadding (0 is kTfLitePaddingUnknown)
 
 
-@register("Convolution2DTransposeBias", max_version=1)
+@register("Convolution2DTransposeBias", max_version=1, dtypes=("FLOAT32",))
 def convolution_2d_transpose_bias(node: NodeContext) -> Kernel:
     x_t, w_t, b_t = node.input(0), node.input(1), node.input(2)
     y_t = node.outputs[0]

@@ -1,8 +1,10 @@
 """Elementwise unary math: EXP, LOG, SQRT, RSQRT, ABS, NEG, SQUARE, FLOOR, CEIL, SIN, COS.
 
-float32 is computed in float32 numpy. Quantized variants follow LiteRT (exp.cc,
-elementwise.cc, neg.cc) bit-exactly; as elementwise functions of one 8/16-bit integer they
-become one table lookup, the table built in prepare from LiteRT's own arithmetic:
+float32 is computed in float32 numpy; float16 SIN and COS (v2) are a table over every half
+value of the float32 libm result rounded to half, as elementwise.cc computes them. Quantized
+variants follow LiteRT (exp.cc, elementwise.cc, neg.cc) bit-exactly; as elementwise functions
+of one 8/16-bit integer they become one table lookup, the table built in prepare from LiteRT's
+own arithmetic:
 
 * EXP int8/int16, LOG int8/int16, RSQRT int16: LUTPopulate tables (the int16 ones are
   LiteRT's 513-entry interpolated tables, expanded over all 65536 inputs).
@@ -17,10 +19,12 @@ returns what LiteRT's arithmetic gives for them.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from acelera.core.kernels.activations import (F32, INT32_MAX, clz32, cvt_f2i32, legacy_qparams, libm,
-                                              lut8, lut16, lut16_expand, ndarray_kernel,
+from acelera.core.kernels.activations import (F32, INT32_MAX, clz32, cvt_f2i32, half_table, legacy_qparams,
+                                              libm, lut8, lut16, lut16_expand, ndarray_kernel,
                                               require_per_tensor, to_table, unary_io)
 from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.registry import NodeContext, register
@@ -48,7 +52,7 @@ def _qparams(node: NodeContext, x, y) -> tuple[float, int, float, int]:
 
 # --- EXP -------------------------------------------------------------------------------
 
-@register("EXP", max_version=2)
+@register("EXP", max_version=2, dtypes=("FLOAT32", "INT8", "INT16"))
 @ndarray_kernel
 def exp(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16))
@@ -64,7 +68,7 @@ def exp(node: NodeContext):
 
 # --- LOG -------------------------------------------------------------------------------
 
-@register("LOG", max_version=2)
+@register("LOG", max_version=2, dtypes=("FLOAT32", "INT8", "INT16"))
 @ndarray_kernel
 def log(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16))
@@ -88,7 +92,7 @@ def log(node: NodeContext):
 
 # --- SQRT / RSQRT ----------------------------------------------------------------------
 
-@register("SQRT", max_version=2)
+@register("SQRT", max_version=2, dtypes=("FLOAT32", "INT8", "INT16"))
 @ndarray_kernel
 def sqrt(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16))
@@ -131,7 +135,7 @@ def _inv_sqrt_multiplier_exp(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return np.where(small, INT32_MAX, xf), np.where(small, 0, -shift)
 
 
-@register("RSQRT", max_version=3)
+@register("RSQRT", max_version=3, dtypes=("FLOAT32", "INT8", "INT16"))
 @ndarray_kernel
 def rsqrt(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16))
@@ -161,7 +165,7 @@ def rsqrt(node: NodeContext):
 
 # --- ABS / NEG / SQUARE ----------------------------------------------------------------
 
-@register("ABS", max_version=5)
+@register("ABS", max_version=5, dtypes=("FLOAT32", "INT8", "INT16", "INT32"))
 @ndarray_kernel
 def abs_(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16, np.int32))
@@ -179,14 +183,14 @@ def abs_(node: NodeContext):
     return lambda a: lut_apply(a, table)
 
 
-@register("NEG", max_version=1)
+@register("NEG", max_version=1, dtypes=("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
 @ndarray_kernel
 def neg(node: NodeContext):
     unary_io(node, (np.float32, np.int8, np.int16, np.int32, np.int64))
     return np.negative
 
 
-@register("SQUARE", max_version=1)
+@register("SQUARE", max_version=1, dtypes=("FLOAT32",))
 @ndarray_kernel
 def square(node: NodeContext):
     unary_io(node, (np.float32,))
@@ -195,35 +199,47 @@ def square(node: NodeContext):
 
 # --- FLOOR / CEIL / SIN / COS ----------------------------------------------------------
 
-@register("FLOOR", max_version=1)
+@register("FLOOR", max_version=1, dtypes=("FLOAT32",))
 @ndarray_kernel
 def floor(node: NodeContext):
     unary_io(node, (np.float32,))
     return np.floor
 
 
-@register("CEIL", max_version=1)
+@register("CEIL", max_version=1, dtypes=("FLOAT32",))
 @ndarray_kernel
 def ceil(node: NodeContext):
     unary_io(node, (np.float32,))
     return np.ceil
 
 
-@register("SIN", max_version=1)
+@functools.cache
+def _half_trig_table(name: str) -> np.ndarray:
+    return half_table(libm(name))
+
+
+def _trig(node: NodeContext, name: str, fn):
+    """SIN / COS: float32, and float16 as half(sinf(float(h))) (v2)."""
+    x, _ = unary_io(node, (np.float32, np.float16))
+    if x.dtype == np.float16:
+        table = _half_trig_table(name)
+        return lambda a: lut_apply(a, table)
+    return _float_op(fn)
+
+
+@register("SIN", max_version=2, dtypes=("FLOAT32", "FLOAT16"))
 @ndarray_kernel
 def sin(node: NodeContext):
-    unary_io(node, (np.float32,))
-    return _float_op(np.sin)
+    return _trig(node, "sin", np.sin)
 
 
-@register("COS", max_version=1)
+@register("COS", max_version=2, dtypes=("FLOAT32", "FLOAT16"))
 @ndarray_kernel
 def cos(node: NodeContext):
-    unary_io(node, (np.float32,))
-    return _float_op(np.cos)
+    return _trig(node, "cos", np.cos)
 
 
-@register("ROUND", max_version=1)
+@register("ROUND", max_version=1, dtypes=("FLOAT32",))
 @ndarray_kernel
 def round_(node: NodeContext):
     """ROUND: float32, halves to even (TFLite's RoundToNearest)."""
