@@ -198,7 +198,7 @@ class ModelBuilder:
             arr = np.asarray(data, dtype=object)
             raw, code = encode_strings(arr), dtypes.TYPE_CODES["STRING"]
         else:
-            arr = np.ascontiguousarray(data if dtype is None else np.asarray(data, dtype=dtype))
+            arr = np.array(data if dtype is None else np.asarray(data, dtype=dtype), order="C")
             raw, code = arr.tobytes(), dtypes.type_code(arr.dtype)
         self.buffers.append(raw)
         self.tensors.append(_Tensor(name, tuple(shape if shape is not None else arr.shape),

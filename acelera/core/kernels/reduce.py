@@ -1,4 +1,5 @@
-"""Reductions: MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (tflite/kernels/reduce.cc).
+"""Reductions: MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL
+(tflite/kernels/reduce.cc).
 
 Semantics follow LiteRT's reference kernels (BUILTIN_REF):
 - the axis tensor must be int32; negative axes wrap, duplicates are ignored, and a rank-0
@@ -290,3 +291,23 @@ def _quantized_prod(node: NodeContext, dtype, axes: _Axes):
         return np.asarray(np.clip(q, info.min, info.max), dtype).reshape(out_shape)
 
     return run
+
+
+# --- REDUCE_ANY / REDUCE_ALL --------------------------------------------------------------
+def _any_all(node: NodeContext, is_any: bool):
+    x = node.input(0)
+    if x is not None and x.type_name != "BOOL":
+        raise node.unsupported(f"input type {x.type_name} is not supported (LiteRT requires BOOL)")
+    _, axes = _common(node)
+    return _generic(axes, (lambda x, red: np.any(x, axis=red)) if is_any
+                    else (lambda x, red: np.all(x, axis=red)))
+
+
+@register("REDUCE_ANY", max_version=1, dtypes=("BOOL",))
+def reduce_any(node: NodeContext):
+    return _any_all(node, True)
+
+
+@register("REDUCE_ALL", max_version=1, dtypes=("BOOL",))
+def reduce_all(node: NodeContext):
+    return _any_all(node, False)

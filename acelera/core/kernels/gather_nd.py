@@ -1,0 +1,172 @@
+"""GATHER_ND and SCATTER_ND reference kernels (tflite/kernels/gather_nd.cc, scatter_nd.cc and
+reference_ops::GatherNd / GatherNdString / ScatterNd in
+tflite/kernels/internal/reference/reference_ops.h).
+
+GATHER_ND only moves elements, so every params type LiteRT accepts (strings included) is one
+numpy fancy-indexing over the params viewed as (prod(shape[:nd]), slice) rows. SCATTER_ND zeroes
+an output of the shape given by its shape input and adds every update slice in order, so
+duplicate indices add up (integers wrap, booleans OR), as LiteRT's WrappingAdd does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from acelera.core.executor import KernelError
+from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
+from acelera.core.model import MAX_TENSOR_BYTES
+
+_GATHER_ND_PARAMS = ("FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64",
+                     "BOOL", "STRING")
+_GATHER_ND_INDICES = ("INT16", "INT32", "INT64")
+_SCATTER_ND_UPDATES = ("FLOAT32", "UINT8", "BOOL", "INT8", "INT32", "INT64")
+
+
+def _check_size(shape: tuple[int, ...], dtype: np.dtype, what: str) -> None:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if n * max(np.dtype(dtype).itemsize, 1) > MAX_TENSOR_BYTES:
+        raise KernelError(f"{what} of shape {list(shape)} exceeds the tensor size limit "
+                          f"({MAX_TENSOR_BYTES} bytes)")
+
+
+def _empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if dtype == np.object_:
+        out = np.empty(shape, dtype=object)
+        out.fill(b"")
+        return out
+    return np.zeros(shape, dtype)
+
+
+def _strides(shape: tuple[int, ...], nd: int) -> np.ndarray:
+    """Elements per step of each of the first `nd` dimensions (LiteRT's dims_to_count)."""
+    out = np.zeros(nd, np.int64)
+    remain = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    for i in range(nd):
+        out[i] = remain // shape[i] if shape[i] else 0
+        remain = int(out[i])
+    return out
+
+
+@register("GATHER_ND", max_version=6, dtypes=_GATHER_ND_PARAMS)
+def gather_nd(node: NodeContext) -> Kernel:
+    if len(node.inputs) != 2 or len(node.outputs) != 1 or None in node.inputs:
+        raise node.unsupported("takes params and indices and has one output")
+    params, indices = node.inputs
+    out_t = node.outputs[0]
+    if params.type_name not in _GATHER_ND_PARAMS:
+        raise node.unsupported(f"params of type {params.type_name} are not supported")
+    if indices.type_name not in _GATHER_ND_INDICES:
+        raise node.unsupported(f"indices of type {indices.type_name} are not supported")
+    if out_t.type != params.type:
+        raise node.unsupported(f"output type {out_t.type_name} differs from params type {params.type_name}")
+    p_rank, i_rank = len(params.shape), len(indices.shape)
+    if p_rank < 1:
+        raise node.unsupported("params must be at least a vector")
+    if i_rank < 1:
+        raise node.unsupported("indices must be at least a vector")
+    nd = indices.shape[-1]
+    if nd > p_rank:
+        raise node.unsupported(f"index depth {nd} exceeds the params rank {p_rank}")
+    out_dtype = out_t.dtype
+
+    def run(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        pshape, ishape = x.shape, idx.shape
+        out_shape = ishape[:-1] + pshape[nd:]
+        _check_size(out_shape, out_dtype, "output")
+        if in_shape_pass():
+            return _empty(out_shape, out_dtype)
+        if not ((x.size == 0 and idx.size == 0) or x.size > 0):
+            raise KernelError("params are empty but indices are not")
+        if idx.size and int(idx.min()) < 0:
+            raise KernelError(f"gather_nd index {int(idx.min())} is negative")
+        n_slices = int(np.prod(ishape[:-1], dtype=np.int64)) if ishape[:-1] else 1
+        if n_slices == 0:
+            return _empty(out_shape, out_dtype)
+        if nd == 0:
+            # LiteRT reads the (empty) indices buffer as a null pointer and fails the invoke.
+            raise KernelError("gather_nd indices are empty")
+        rows = idx.reshape(n_slices, nd).astype(np.int64)
+        bad = rows >= np.asarray(pshape[:nd], np.int64)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise KernelError(f"gather_nd index out of bounds: {int(rows[i, j])} for dimension {int(j)} "
+                              f"of size {pshape[j]}")
+        slice_size = int(np.prod(pshape[nd:], dtype=np.int64)) if pshape[nd:] else 1
+        if slice_size == 0:
+            return _empty(out_shape, out_dtype)
+        lin = rows @ (_strides(pshape, nd) // slice_size)
+        return np.asarray(x.reshape(-1, slice_size)[lin], out_dtype).reshape(out_shape)
+
+    return run
+
+
+@register("SCATTER_ND", max_version=1, dtypes=_SCATTER_ND_UPDATES)
+def scatter_nd(node: NodeContext) -> Kernel:
+    if len(node.inputs) != 3 or len(node.outputs) != 1 or None in node.inputs:
+        raise node.unsupported("takes indices, updates and shape and has one output")
+    indices, updates, shape_t = node.inputs
+    out_t = node.outputs[0]
+    if updates.type_name not in _SCATTER_ND_UPDATES:
+        raise node.unsupported(f"updates of type {updates.type_name} are not supported")
+    if indices.type != shape_t.type:
+        raise node.unsupported("indices and shape must have the same type")
+    if indices.type_name != "INT32":
+        raise node.unsupported(f"indices of type {indices.type_name} are not supported")
+    if out_t.type != updates.type:
+        raise node.unsupported(f"output type {out_t.type_name} differs from updates type {updates.type_name}")
+    if len(indices.shape) < 1 or len(updates.shape) < 1 or len(shape_t.shape) != 1:
+        raise node.unsupported("indices and updates must have rank >= 1 and shape must be a vector")
+    outer = len(indices.shape) - 1
+    ix = indices.shape[-1]
+    if len(updates.shape) < outer or indices.shape[:outer] != updates.shape[:outer]:
+        raise node.unsupported(f"indices shape {list(indices.shape)} and updates shape "
+                               f"{list(updates.shape)} disagree")
+    dtype = out_t.dtype
+    is_bool = dtype == np.bool_
+
+    def out_shape_of(shape: np.ndarray, ishape, ushape) -> tuple[int, ...]:
+        dims = tuple(int(v) for v in shape.reshape(-1))
+        if any(d < 0 for d in dims):
+            raise KernelError(f"output shape {list(dims)} has a negative dimension")
+        if len(ushape) - outer != len(dims) - ix or tuple(ushape[outer:]) != dims[ix:]:
+            raise KernelError(f"updates shape {list(ushape)} does not match indices shape {list(ishape)} "
+                              f"and output shape {list(dims)}")
+        return dims
+
+    if shape_t.data is not None:
+        try:
+            out_shape_of(shape_t.data, indices.shape, updates.shape)
+        except KernelError as e:
+            raise node.unsupported(str(e)) from None
+
+    def run(idx: np.ndarray, upd: np.ndarray, shape: np.ndarray) -> np.ndarray:
+        if in_shape_pass() and shape_t.data is None:
+            dims = tuple(max(0, int(v)) for v in shape.reshape(-1))
+            _check_size(dims, dtype, "output")
+            return np.zeros(dims, dtype)
+        dims = out_shape_of(shape, idx.shape, upd.shape)
+        _check_size(dims, dtype, "output")
+        out = np.zeros(dims, dtype)
+        n_slices = int(np.prod(idx.shape[:-1], dtype=np.int64)) if outer else 1
+        if n_slices == 0 or in_shape_pass():
+            return out
+        rows = idx.reshape(n_slices, ix).astype(np.int64)
+        _bounds(rows, dims, ix)
+        slice_size = int(np.prod(dims[ix:], dtype=np.int64)) if dims[ix:] else 1
+        if out.size == 0:
+            return out
+        lin = rows @ (_strides(dims, ix) // slice_size)
+        flat = out.reshape(-1, slice_size)
+        (np.logical_or if is_bool else np.add).at(flat, lin, upd.reshape(n_slices, slice_size))
+        return out
+
+    return run
+
+
+def _bounds(rows: np.ndarray, dims: tuple[int, ...], ix: int) -> None:
+    bad = (rows < 0) | (rows >= np.asarray(dims[:ix], np.int64))
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise KernelError(f"scatter_nd index out of bounds: {int(rows[i, j])} for dimension {int(j)} "
+                          f"of size {dims[j]}")
