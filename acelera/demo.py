@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from acelera.core.interpreter import Interpreter
+from acelera.core.interpreter import Interpreter, OpResolverType
 from acelera.samples import tiny_cnn
 
 
@@ -32,7 +32,7 @@ def run_sample(quantized: bool, runs: int = 50) -> None:
     model = tiny_cnn(quantized=quantized)
     kind = "int8" if quantized else "float32"
     t0 = time.perf_counter()
-    it = Interpreter(model_content=model, num_threads=1)
+    it = Interpreter(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     init_us = (time.perf_counter() - t0) * 1e6
     inp, out = it.get_input_details()[0], it.get_output_details()[0]
@@ -62,7 +62,7 @@ def run_sample(quantized: bool, runs: int = 50) -> None:
 
 def run_delegates(registry, quantized: bool, runs: int = 50) -> None:
     model = tiny_cnn(quantized=quantized)
-    ref = Interpreter(model_content=model)
+    ref = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     ref.allocate_tensors()
     inp = ref.get_input_details()[0]
     rng = np.random.default_rng(1)
@@ -77,7 +77,8 @@ def run_delegates(registry, quantized: bool, runs: int = 50) -> None:
         if not avail.ok:
             print(f"  {spec.name} ({spec.backend}): unavailable here: {avail.reason}")
             continue
-        it = Interpreter(model_content=model, experimental_delegates=[registry.create(spec.name)])
+        it = Interpreter(model_content=model, experimental_delegates=[registry.create(spec.name)],
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         it.allocate_tensors()
         it.set_tensor(inp["index"], x)
         avg, _ = _time(it.invoke, runs)

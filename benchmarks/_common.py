@@ -54,12 +54,13 @@ def timed_cached_init(delegate: str, path: str, cache_dir: str) -> tuple[object,
     """Load `delegate` with the serialization cache in `cache_dir` (token: the model's stem) and
     time Interpreter + allocate_tensors ("init") and the first invoke; for fresh-process init
     benchmarks. Returns the delegate and the timings (with its last_prepare as "how")."""
-    from acelera import Interpreter, load_delegate
+    from acelera import load_delegate
+    from acelera.core.interpreter import Interpreter, OpResolverType as Resolver
 
     t0 = time.perf_counter()
     d = load_delegate(delegate, {"delegate_serialize_dir": cache_dir, "delegate_serialize_token": Path(path).stem})
     t1 = time.perf_counter()
-    it = Interpreter(model_path=path, experimental_delegates=[d])
+    it = Interpreter(model_path=path, experimental_delegates=[d], experimental_op_resolver_type=Resolver.BUILTIN_REF)
     it.allocate_tensors()
     t2 = time.perf_counter()
     it.invoke()

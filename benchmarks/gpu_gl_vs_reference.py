@@ -47,9 +47,10 @@ FLOAT_MODELS = ["face_detection_short_range", "face_landmark", "hand_recrop", "s
 
 
 def interpreter(path: Path, delegate=None):
-    from acelera import Interpreter
+    from acelera.core.interpreter import Interpreter, OpResolverType
 
-    it = Interpreter(model_path=str(path), experimental_delegates=[delegate] if delegate else None)
+    it = Interpreter(model_path=str(path), experimental_delegates=[delegate] if delegate else None,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     return it
 

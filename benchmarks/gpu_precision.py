@@ -31,10 +31,11 @@ def litert_gap(path: Path, runs: int) -> float:
     """avg |LiteRT optimized kernels - acelera reference| with inference_diff's inputs."""
     from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
 
-    from acelera import Interpreter
+    from acelera.core.interpreter import Interpreter
+    from acelera.core.interpreter import OpResolverType as Resolver
     from acelera.conformance.inference_diff import DEFAULT_SEED, random_inputs
 
-    ref = Interpreter(model_path=str(path))
+    ref = Interpreter(model_path=str(path), experimental_op_resolver_type=Resolver.BUILTIN_REF)
     ref.allocate_tensors()
     try:
         lite = LiteRT(model_path=str(path), num_threads=1,

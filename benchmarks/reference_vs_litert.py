@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import MODELS, feed, geomean, litert_interpreter, time_invoke  # noqa: E402
 
 from acelera.core.builder import ModelBuilder  # noqa: E402
-from acelera.core.interpreter import Interpreter  # noqa: E402
+from acelera.core.interpreter import Interpreter, OpResolverType  # noqa: E402
 
 # MediaPipe's custom op exists only in LiteRT's default resolver.
 DEFAULT_RESOLVER = {"selfie_segmentation.tflite"}
@@ -44,7 +44,7 @@ def main() -> int:
     ratios = []
     for path in paths:
         rng = np.random.default_rng(0)
-        ours = Interpreter(model_path=path, num_threads=1)
+        ours = Interpreter(model_path=path, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         ours.allocate_tensors()
         feed(ours, rng)
         theirs = litert_interpreter(path, reference=path.name not in DEFAULT_RESOLVER)
@@ -58,7 +58,8 @@ def main() -> int:
     print(f"{'geometric mean acelera/LiteRT':44} {'':12} {'':12} {geomean(ratios):7.2f}  (target <= 1.0)")
 
     n = 200
-    it = Interpreter(model_content=chain_model(n), num_threads=1)
+    it = Interpreter(model_content=chain_model(n), num_threads=1,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     per_node = time_invoke(it.invoke, min_secs=args.min_secs) / n
     print(f"interpreter overhead: {per_node:.2f} us per node on a {n}-node model (target <= 20 us)")

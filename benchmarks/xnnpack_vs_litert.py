@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import MODELS, feed, geomean, litert_interpreter  # noqa: E402
 
-from acelera.core.interpreter import Interpreter  # noqa: E402
+from acelera.core.interpreter import Interpreter, OpResolverType  # noqa: E402
 from acelera.registrar.registry import load_delegate  # noqa: E402
 
 
@@ -38,7 +38,8 @@ def acelera_interp(path: Path, threads: int, delegate: bool, cache: str = "") ->
     ds = []
     if delegate:
         ds = [load_delegate("xnnpack-cpu", {"num_threads": threads, "xnnpack_weight_cache_file_path": cache})]
-    it = Interpreter(model_path=path, experimental_delegates=ds, num_threads=threads)
+    it = Interpreter(model_path=path, experimental_delegates=ds, num_threads=threads,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     return it
 

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
-from acelera.core.interpreter import Interpreter
+from acelera.core.interpreter import Interpreter, OpResolverType
 
 
 def run_litert(model: bytes, inputs: Sequence[np.ndarray], reference: bool | str = True) -> list[np.ndarray]:
@@ -21,7 +21,7 @@ def run_litert(model: bytes, inputs: Sequence[np.ndarray], reference: bool | str
 
 
 def run_acelera(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    return _run(Interpreter(model_content=model), inputs)
+    return _run(Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF), inputs)
 
 
 def _run(it, inputs) -> list[np.ndarray]:

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from acelera import AceleraError, Interpreter
+from acelera import AceleraError, Interpreter, OpResolverType
 from acelera.cli.benchmark_engine import (
     BENCHMARK_FLAGS, BenchmarkParamError, BenchmarkParams, BenchmarkResult, Stat, StatsCalculator,
     fmt_g, format_stat, percentile, run_benchmark, split_name_and_value_file,
@@ -17,6 +17,8 @@ from acelera.core.kernels import registry as kreg
 from acelera.core.kernels.registry import in_shape_pass, registered
 from acelera.core.partition import DelegationError
 from acelera.core.subplan import ReferenceKernel
+
+REF = OpResolverType.BUILTIN_REF  # the reference kernels, not LiteRT's default XNNPACK
 
 # Test-only custom kernels, registered for this module's tests only (each test gets them through
 # the autouse fixture below, and the global registry is restored afterwards).
@@ -103,7 +105,7 @@ def bench(params, delegates=(), interp_kw=None):
     lines = []
 
     def make():
-        return Interpreter(model_path=params.graph, experimental_delegates=list(delegates), **(interp_kw or {}))
+        return Interpreter(experimental_op_resolver_type=REF, model_path=params.graph, experimental_delegates=list(delegates), **(interp_kw or {}))
 
     result = run_benchmark(params, make, lines.append)
     return result, lines
@@ -346,7 +348,7 @@ def test_require_full_delegation_on_a_preallocated_interpreter(graph):
     path = graph(chain_model(2))
 
     def make():
-        it = Interpreter(model_path=path, experimental_delegates=[TakeDelegate("HALF", {0})])
+        it = Interpreter(experimental_op_resolver_type=REF, model_path=path, experimental_delegates=[TakeDelegate("HALF", {0})])
         it.allocate_tensors()
         return it
 
@@ -405,7 +407,7 @@ def test_warmup_error_aborts(graph):
     path = graph(single_op_model("CUSTOM", [In((1, 3))], [Out((1, 3))], custom_code=FAIL_CODE))
     lines = []
     with pytest.raises(AceleraError, match="device on fire"):
-        run_benchmark(fast(path), lambda: Interpreter(model_path=path), lines.append)
+        run_benchmark(fast(path), lambda: Interpreter(experimental_op_resolver_type=REF, model_path=path), lines.append)
     assert not any(ln.startswith("Inference timings") for ln in lines)
     assert any(ln.startswith("ERROR: ") and "device on fire" in ln for ln in lines)
 
@@ -415,7 +417,7 @@ def test_tiny_cnn(graph):
 
     path = graph(tiny_cnn())
     try:
-        Interpreter(model_path=path).allocate_tensors()
+        Interpreter(experimental_op_resolver_type=REF, model_path=path).allocate_tensors()
     except UnsupportedOpError as e:
         pytest.skip(f"tiny_cnn needs a kernel that is not written yet: {e}")
     result, lines = bench(fast(path, enable_op_profiling=True))

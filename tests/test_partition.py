@@ -3,12 +3,14 @@
 import numpy as np
 import pytest
 
-from acelera import Interpreter
+from acelera import Interpreter, OpResolverType
 from acelera.core.builder import ModelBuilder
 from acelera.core.delegate import Delegate, OpSupport, OpTable, Partition, Support
 from acelera.core.executor import Step
 from acelera.core.partition import DelegationError, DelegationWarning, Unit, partition_units, select_partitions
 from acelera.core.subplan import ReferenceKernel
+
+REF = OpResolverType.BUILTIN_REF  # the reference kernels, not LiteRT's default XNNPACK
 
 
 def unit(i, ins, outs):
@@ -80,7 +82,7 @@ class OnlyDelegate(Delegate):
 
 
 def run(ops, delegates, **kw):
-    it = Interpreter(model_content=chain(ops), experimental_delegates=delegates)
+    it = Interpreter(experimental_op_resolver_type=REF, model_content=chain(ops), experimental_delegates=delegates)
     for k, v in kw.items():
         setattr(it, k, v)
     it.allocate_tensors()
@@ -178,7 +180,7 @@ def test_no_cycles_with_interleaved_branches():
     b.add_operator("ADD", [tc, td], [te], fused_activation_function="NONE")
     b.mark_outputs(te)
     d = OnlyDelegate("adder", ["ADD"])
-    it = Interpreter(model_content=b.build(), experimental_delegates=[d])
+    it = Interpreter(experimental_op_resolver_type=REF, model_content=b.build(), experimental_delegates=[d])
     it.allocate_tensors()
     xv = np.array([-2, -1, 0, 3], np.float32)
     it.set_tensor(0, xv)

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from acelera import Interpreter
+from acelera import Interpreter, OpResolverType
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.executor import Executor
 from acelera.core.model import load_model
@@ -16,6 +16,9 @@ from acelera.plugins.hexagon.rules import OP_TABLE
 from acelera.plugins.hexagon.runner import HexagonRunner
 from acelera.registrar.registry import get_registry
 from acelera.samples import tiny_cnn
+from needs import require_module
+
+REF = OpResolverType.BUILTIN_REF  # the reference kernels, not LiteRT's default XNNPACK
 
 I8, U8, I32, F32 = np.int8, np.uint8, np.int32, np.float32
 QA = (0.05, 0)          # activation quantization
@@ -181,7 +184,7 @@ def test_rejected_with_reason(name):
 def test_float_model_refused_entirely_and_runs_on_cpu():
     model = tiny_cnn(quantized=False)
     d = create({})
-    it = Interpreter(model_content=model, experimental_delegates=[d])
+    it = Interpreter(experimental_op_resolver_type=REF, model_content=model, experimental_delegates=[d])
     it.allocate_tensors()
     rep = it.delegation
     n = len(it.model.main.operators)
@@ -190,7 +193,7 @@ def test_float_model_refused_entirely_and_runs_on_cpu():
     for i in range(n):
         (who, reason), = rep.rejections[i]
         assert who == "hexagon" and "quantized (uint8/int8) models only" in reason
-    ref = Interpreter(model_content=model)
+    ref = Interpreter(experimental_op_resolver_type=REF, model_content=model)
     ref.allocate_tensors()
     x = np.random.default_rng(1).standard_normal((1, 32, 32, 3)).astype(F32)
     for i in (it, ref):
@@ -234,16 +237,16 @@ def segmented_chain(segments):
 
 def test_partitions_keep_four_largest_of_at_least_two_nodes():
     model = segmented_chain([2, 3, 1, 2, 2, 4, 2])
-    it = Interpreter(model_content=model, experimental_delegates=[create({})])
+    it = Interpreter(experimental_op_resolver_type=REF, model_content=model, experimental_delegates=[create({})])
     it.allocate_tensors()
     parts = it.delegation.partitions_of("hexagon")
     assert sorted(len(p.nodes) for p in parts) == [2, 2, 3, 4]
     assert all("RELU v1: min version supported is 2" in r for rs in it.delegation.rejections.values()
                for _, r in rs)
-    it2 = Interpreter(model_content=model, experimental_delegates=[create({"max_delegated_partitions": 10})])
+    it2 = Interpreter(experimental_op_resolver_type=REF, model_content=model, experimental_delegates=[create({"max_delegated_partitions": 10})])
     it2.allocate_tensors()
     assert sorted(len(p.nodes) for p in it2.delegation.partitions_of("hexagon")) == [2, 2, 2, 2, 3, 4]
-    ref = Interpreter(model_content=model)
+    ref = Interpreter(experimental_op_resolver_type=REF, model_content=model)
     ref.allocate_tensors()
     x = np.arange(-2, 2, dtype=I8).reshape(1, 4) * 30
     for i in (it, it2, ref):
@@ -257,8 +260,8 @@ def test_partitions_keep_four_largest_of_at_least_two_nodes():
 # --- execution ------------------------------------------------------------------------------
 def run_both(model: bytes, seed: int = 0):
     d = create({})
-    it = Interpreter(model_content=model, experimental_delegates=[d])
-    ref = Interpreter(model_content=model)
+    it = Interpreter(experimental_op_resolver_type=REF, model_content=model, experimental_delegates=[d])
+    ref = Interpreter(experimental_op_resolver_type=REF, model_content=model)
     rng = np.random.default_rng(seed)
     for i in (it, ref):
         i.allocate_tensors()
@@ -299,7 +302,7 @@ def test_shared_int8_models(models_dir, name, taken, total):
 
 
 def test_shared_int8_model_within_one_step_of_litert(models_dir):
-    pytest.importorskip("ai_edge_litert")
+    require_module("ai_edge_litert", "ai-edge-litert (LiteRT, the test extra) is not installed")
     from oracle import run_litert
 
     model = (models_dir / "face_detection_short_range_int8.tflite").read_bytes()
@@ -331,7 +334,7 @@ def test_cost_model_formula():
 def test_profiling_prints_estimated_cycles_per_op():
     lines = []
     d = HexagonDelegate(hexagon_profiling=True, profile_emit=lines.append)
-    it = Interpreter(model_content=tiny_cnn(quantized=True), experimental_delegates=[d])
+    it = Interpreter(experimental_op_resolver_type=REF, model_content=tiny_cnn(quantized=True), experimental_delegates=[d])
     it.allocate_tensors()
     it.invoke()
     assert len(lines) == 1  # printed once per graph, on its first invoke

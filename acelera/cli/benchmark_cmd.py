@@ -6,7 +6,7 @@ from dataclasses import fields
 
 from acelera.cli.benchmark_engine import BenchmarkParams, run_benchmark
 from acelera.core.errors import AceleraError
-from acelera.core.interpreter import Interpreter
+from acelera.core.interpreter import Interpreter, OpResolverType
 from acelera.registrar.flags import ParsedFlags
 from acelera.registrar.registry import Registry
 
@@ -24,7 +24,8 @@ def run(registry: Registry, parsed: ParsedFlags, log=print) -> int:
 
     def make_interpreter() -> Interpreter:
         it = Interpreter(model_path=params.graph, experimental_delegates=delegates,
-                         num_threads=threads if threads and threads > 0 else None)
+                         num_threads=threads if threads and threads > 0 else None,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         it.require_full_delegation = bool(parsed.get("require_full_delegation"))
         return it
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from acelera.core.delegate import Delegate
 from acelera.core.errors import AceleraError
-from acelera.core.interpreter import Interpreter
+from acelera.core.interpreter import Interpreter, OpResolverType
 from acelera.core.partition import DelegationReport
 
 __all__ = [
@@ -246,9 +246,13 @@ def random_inputs(rng: np.random.Generator, details: Sequence[Mapping[str, Any]]
 # --- the engine ----------------------------------------------------------------------------
 def _interpreter(model: Any, delegates: Sequence[Delegate], num_threads: int) -> Interpreter:
     if isinstance(model, (bytes, bytearray, memoryview)):
-        it = Interpreter(model_content=bytes(model), experimental_delegates=list(delegates), num_threads=num_threads)
+        it = Interpreter(model_content=bytes(model), experimental_delegates=list(delegates),
+                         num_threads=num_threads if num_threads > 0 else None,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     else:
-        it = Interpreter(model_path=model, experimental_delegates=list(delegates), num_threads=num_threads)
+        it = Interpreter(model_path=model, experimental_delegates=list(delegates),
+                         num_threads=num_threads if num_threads > 0 else None,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     return it
 

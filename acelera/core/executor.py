@@ -45,7 +45,7 @@ def _tune_malloc() -> None:
 _tune_malloc()
 
 
-class KernelError(AceleraError):
+class KernelError(AceleraError, RuntimeError):
     """A kernel failed while preparing or running a node."""
 
 

@@ -1,45 +1,153 @@
 """The LiteRT Python `Interpreter` API over acelera's executor.
 
-Code written for `ai_edge_litert.interpreter.Interpreter` runs unchanged. Differences that a
-user can observe are deliberate: errors are `AceleraError` subclasses (InterpreterError is also
-a ValueError, as LiteRT raises ValueError), and `experimental_op_resolver_type` is accepted but
-acelera has a single reference resolver.
+Code written for `ai_edge_litert.interpreter.Interpreter` runs unchanged: the same constructor
+arguments, methods, detail dictionaries, and exception types (`ValueError` for a bad model or a
+misused call, `RuntimeError` for a call the interpreter's state refuses; every one is also an
+`acelera.AceleraError`). Mirrors tflite/python/interpreter.py and
+tflite/python/interpreter_wrapper/interpreter_wrapper.cc of google-ai-edge/LiteRT.
+
+Op resolvers (`experimental_op_resolver_type`): `OpResolverType.AUTO` (the default, as in
+LiteRT) and `BUILTIN` run acelera's reference kernels with the `xnnpack-cpu` delegate applied
+after the user's delegates, when that plugin is installed and available (LiteRT applies its
+default XNNPACK delegate the same way, at the first allocate_tensors); `delegation` then names
+it. `BUILTIN_REF` and `BUILTIN_WITHOUT_DEFAULT_DELEGATES` run the reference kernels alone (plus
+the user's delegates).
+
+Deliberate differences from LiteRT: `reset_all_variables()` also forgets resource variables,
+hashtables and CALL_ONCE state (LiteRT keeps resource variables); `InterpreterWithCustomOps`
+takes Python registerers (see its docstring), not C++ symbol names; `resize_tensor_input`
+refuses tensors that are not graph inputs; an unresolved op is reported at allocate_tensors.
 """
 from __future__ import annotations
 
+import enum
 import os
-from typing import Any, Callable, Sequence
+import warnings
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from acelera.core import dtypes
 from acelera.core.delegate import Delegate
-from acelera.core.errors import InterpreterError as _InterpreterError
-from acelera.core.executor import Executor
-from acelera.core.model import Model, Subgraph, Tensor, load_model
+from acelera.core.errors import InterpreterError, InterpreterStateError, ModelError
+from acelera.core.executor import DATA_DEPENDENT_SHAPES, Executor
+from acelera.core.kernels.registry import KernelSpec, PrepareFn
+from acelera.core.model import (
+    MAX_TENSOR_BYTES,
+    Model,
+    Operator,
+    Subgraph,
+    Tensor,
+    load_model,
+)
+from acelera.core.opcodes import CUSTOM
 from acelera.core.runtime import ModelRuntime
 
+__all__ = [
+    "Interpreter",
+    "InterpreterError",
+    "InterpreterStateError",
+    "InterpreterWithCustomOps",
+    "OpRegistrar",
+    "OpResolverType",
+    "SignatureRunner",
+]
 
-class InterpreterError(_InterpreterError, ValueError):
-    """Misuse of the Interpreter API (LiteRT raises ValueError for these)."""
+DEFAULT_DELEGATE = "xnnpack-cpu"
+_STRING = dtypes.TYPE_CODES["STRING"]
+_UNSAFE = ("There is at least 1 reference to internal data\n      in the interpreter in the form of a "
+           "numpy array or slice. Be sure to\n      only hold the function returned from tensor() if you "
+           "are using raw\n      data access.")
+
+
+class OpResolverType(enum.Enum):
+    """LiteRT's op resolver choice (`experimental_op_resolver_type`).
+
+    * `AUTO` (default) and `BUILTIN`: reference kernels plus the default `xnnpack-cpu` delegate.
+    * `BUILTIN_REF`: reference kernels alone (what acelera's tools use as "the CPU reference").
+    * `BUILTIN_WITHOUT_DEFAULT_DELEGATES`: the same as BUILTIN_REF (acelera has one kernel set).
+    """
+
+    AUTO = 0
+    BUILTIN = 1
+    BUILTIN_REF = 2
+    BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
+
+
+def _resolver_type(value: Any) -> OpResolverType:
+    """acelera's member for `value`; LiteRT's own enum members are accepted by name."""
+    if isinstance(value, OpResolverType):
+        return value
+    if isinstance(value, enum.Enum) and type(value).__name__ == "OpResolverType" \
+            and value.name in OpResolverType.__members__:
+        return OpResolverType[value.name]
+    raise InterpreterError(f"Unrecognized passed in op resolver type: {value}")
+
+
+class TFLiteMetrics:
+    """LiteRT's metrics hook (metrics_portable.TFLiteMetrics): a no-op outside Google."""
+
+    def increase_counter_interpreter_creation(self) -> None:
+        pass
+
+
+def _details_dtype(t: Tensor) -> type:
+    """The numpy type LiteRT reports for a tensor: np.bytes_ for STRING."""
+    return np.bytes_ if t.type == _STRING else t.dtype.type
+
+
+def _type_name(dtype: np.dtype) -> str:
+    if dtype.kind in "SUO":
+        return "STRING"
+    try:
+        return dtypes.TYPE_NAMES[dtypes.type_code(dtype)]
+    except ValueError:
+        return "NOTYPE"
+
+
+def _sparsity_parameters(t: Tensor) -> dict[str, Any]:
+    s = t.sparsity
+    if s is None:
+        return {}
+    out: dict[str, Any] = {"traversal_order": np.array(s.traversal_order, np.int32)}
+    if s.block_map:
+        out["block_map"] = np.array(s.block_map, np.int32)
+    dims = []
+    for d in s.dim_metadata:
+        if d.format == 0:
+            dims.append({"format": 0, "dense_size": int(d.dense_size)})
+        else:
+            dims.append({"format": 1,
+                         "array_segments": np.asarray(d.segments if d.segments is not None else [], np.int32),
+                         "array_indices": np.asarray(d.indices if d.indices is not None else [], np.int32)})
+    out["dim_metadata"] = dims
+    return out
 
 
 def tensor_details(t: Tensor, shape: Sequence[int]) -> dict[str, Any]:
-    """A tensor's description with LiteRT's keys."""
+    """A tensor's description with LiteRT's keys, in LiteRT's order."""
     q = t.quantization
-    per_tensor = q.scale.size == 1
+    sig = t.shape_signature
+    # LiteRT reports the file's signature when it has unknown dimensions, the current shape
+    # otherwise (a fixed signature equals the declared shape).
+    real_sig = len(sig) != len(t.shape) or any(d < 0 for d in sig)
     return {
         "name": t.name,
         "index": t.index,
         "shape": np.array(shape, np.int32),
-        "shape_signature": np.array(t.shape_signature if len(t.shape_signature) == len(shape) else shape, np.int32),
-        "dtype": t.dtype.type,
-        "quantization": (float(q.scale[0]), int(q.zero_point[0])) if per_tensor else (0.0, 0),
+        "shape_signature": np.array(sig if real_sig else shape, np.int32),
+        "dtype": _details_dtype(t),
+        "quantization": (float(q.scale[0]), int(q.zero_point[0])) if q.scale.size == 1 else (0.0, 0),
         "quantization_parameters": {
             "scales": q.scale.astype(np.float32),
             "zero_points": q.zero_point.astype(np.int32),
             "quantized_dimension": int(q.quantized_dimension),
+            "block_size": 0,
         },
-        "sparsity_parameters": {},
+        "sparsity_parameters": _sparsity_parameters(t),
     }
 
 
@@ -68,107 +176,272 @@ class _BlasThreads:
 _blas_threads = _BlasThreads()
 
 
+class _Held:
+    """The base of a numpy view handed out by tensor(): every view or slice made from it keeps
+    this object alive, so the interpreter can tell whether any is still held."""
+
+    __slots__ = ("__array_interface__", "__weakref__", "_array")
+
+    def __init__(self, array: np.ndarray):
+        self._array = array
+        self.__array_interface__ = array.__array_interface__
+
+
+def _string_array(value: Any, index: int) -> np.ndarray:
+    """A STRING tensor value (numpy array of bytes/str) as acelera's object array of bytes."""
+    if not isinstance(value, np.ndarray):
+        raise InterpreterError(f"Passed in value type is not a numpy array, got type {type(value).__name__}.")
+    if value.dtype.kind not in "SUO":
+        raise InterpreterError(f"Cannot use numpy array of type {value.dtype} for string tensor.")
+    if value.ndim == 0 and value.dtype.kind in "SU":
+        return np.array(value.tobytes(), dtype=object)  # LiteRT stores a 0-d array's raw bytes
+
+    def encode(v: Any) -> bytes:
+        if isinstance(v, bytes):
+            return v
+        if isinstance(v, str):
+            return v.encode("utf-8")
+        raise InterpreterError(f"Cannot set tensor: string tensor {index} got a {type(v).__name__} item, "
+                               f"not str or bytes")
+
+    out = np.empty(value.shape, dtype=object)
+    flat = out.reshape(-1)
+    for k, v in enumerate(value.reshape(-1).tolist()):
+        flat[k] = encode(v)
+    return out
+
+
 class _Runtime:
     """Interpreter state for one subgraph: the executor plus set/get with LiteRT's checks."""
 
-    def __init__(self, interp: "Interpreter", sg: Subgraph):
+    def __init__(self, interp: Interpreter, sg: Subgraph):
         self.interp = interp
         self.sg = sg
         self.ex = Executor(sg, interp._model_runtime)
-        self.allocated = False
+        self.allocated = False  # invokable: allocated and not resized since
+        self.ever_allocated = False  # tensors have buffers (LiteRT's data != nullptr)
 
     def details(self, i: int) -> dict[str, Any]:
+        i = self.check_index(i)
         return tensor_details(self.sg.tensors[i], self.ex.shapes[i])
 
-    def check_index(self, i: int) -> int:
-        if not isinstance(i, (int, np.integer)) or not 0 <= int(i) < len(self.sg.tensors):
-            raise InterpreterError(f"tensor index {i} out of range (0..{len(self.sg.tensors) - 1})")
-        return int(i)
+    def check_index(self, i: Any) -> int:
+        n = len(self.sg.tensors)
+        try:
+            k = int(i)
+        except (TypeError, ValueError):
+            raise InterpreterError(f"Invalid tensor index {i!r}: not an integer") from None
+        if not 0 <= k < n:
+            raise InterpreterError(f"Invalid tensor index {k} exceeds max tensor index {n} "
+                                   f"(out of range 0..{n - 1})")
+        return k
 
     def allocate(self) -> None:
+        if self.allocated:
+            return  # LiteRT: nothing to do while the plan is valid (inputs keep their values)
         self.interp._build_plan(self.ex)
-        self.allocated = True
+        for t in self.sg.inputs:
+            tensor = self.sg.tensors[t]
+            if tensor.type == _STRING and not tensor.is_constant:
+                self.ex.values[t] = np.full(self.ex.shapes[t], b"", dtype=object)
+        self.allocated = self.ever_allocated = True
 
-    def set(self, i: int, value: Any) -> None:
+    def _require_buffer(self, i: int, what: str) -> None:
+        t = self.sg.tensors[i]
+        if not self.ever_allocated and not t.is_constant and int(np.prod(self.ex.shapes[i])) != 0:
+            raise InterpreterError(what)
+
+    def set(self, i: Any, value: Any) -> None:
         i = self.check_index(i)
         t = self.sg.tensors[i]
         if t.is_constant:
             raise InterpreterError(f"Cannot set tensor: tensor {i} ('{t.name}') is a constant")
-        arr = np.asarray(value)
-        if t.type_name == "STRING" and arr.dtype.kind in "SUO":
-            arr = np.vectorize(lambda v: v if isinstance(v, bytes) else str(v).encode(), otypes=[object])(arr) \
-                if arr.size else arr.astype(object)
-        if arr.dtype != t.dtype:
-            raise InterpreterError(f"Cannot set tensor: Got value of type {arr.dtype} but expected type "
-                                   f"{t.dtype} for input {i}, name: {t.name}")
         shape = self.ex.shapes[i]
-        if arr.shape != shape:
-            raise InterpreterError(f"Cannot set tensor: Dimension mismatch. Got shape {list(arr.shape)} but "
-                                   f"expected {list(shape)} for input {i}, name: {t.name}")
+        if t.type == _STRING:
+            self._check_type("STRING", value if isinstance(value, np.ndarray) else np.asarray(value), t, i)
+            arr = _string_array(value, i)
+        else:
+            arr = np.asarray(value)
+            if arr.dtype != t.dtype:
+                raise InterpreterError(f"Cannot set tensor: Got value of type {_type_name(arr.dtype)} but "
+                                       f"expected type {t.type_name} for input {i}, name: {t.name} "
+                                       f"(numpy {arr.dtype}, expected {t.dtype})")
+        if arr.ndim != len(shape):
+            raise InterpreterError(f"Cannot set tensor: Dimension mismatch. Got {arr.ndim} but expected "
+                                   f"{len(shape)} for input {i}.")
+        for j, (got, want) in enumerate(zip(arr.shape, shape)):
+            if got != want:
+                raise InterpreterError(f"Cannot set tensor: Dimension mismatch. Got {got} but expected "
+                                       f"{want} for dimension {j} of input {i}.")
+        self._require_buffer(i, "Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
+        # A new array, not a write into the old one: kernels may key caches on array identity
+        # (a view from tensor() therefore keeps showing the previous value).
         self.ex.values[i] = np.array(arr, copy=True)
 
-    def get(self, i: int) -> np.ndarray:
+    @staticmethod
+    def _check_type(name: str, arr: np.ndarray, t: Tensor, i: int) -> None:
+        got = _type_name(arr.dtype)
+        if got != name:
+            raise InterpreterError(f"Cannot set tensor: Got value of type {got} but expected type "
+                                   f"{t.type_name} for input {i}, name: {t.name} ")
+
+    def buffer(self, i: Any) -> np.ndarray:
+        """The tensor's current value (constants: their buffer, 1-D when sparse, as LiteRT)."""
         i = self.check_index(i)
+        t = self.sg.tensors[i]
+        if t.is_constant:
+            v = self.ex.values[i]
+            return t.data if v is None or t.sparsity is not None else v
+        self._require_buffer(i, "Tensor data is null. Run allocate_tensors() first")
         v = self.ex.values[i]
         if v is None:
-            t = self.sg.tensors[i]
-            return np.zeros(self.ex.shapes[i], t.dtype)
-        return np.array(v, copy=True)
+            v = np.full(self.ex.shapes[i], b"", object) if t.type == _STRING else np.zeros(self.ex.shapes[i], t.dtype)
+            self.ex.values[i] = v
+        return v
 
-    def resize(self, i: int, size: Sequence[int], strict: bool) -> None:
+    def get(self, i: Any) -> Any:
+        v = np.array(self.buffer(i), copy=True)
+        if v.ndim == 0 and v.dtype != object:
+            return v[()]  # LiteRT returns a numpy scalar for a 0-d tensor (PyArray_Return)
+        return v
+
+    def resize(self, i: Any, size: Any, strict: bool) -> None:
+        dims = np.array(size, dtype=np.int32)
+        if dims.ndim != 1:
+            raise InterpreterError(f"Shape should be 1D instead of {dims.ndim}.")
         i = self.check_index(i)
         if i not in self.sg.inputs:
             raise InterpreterError(f"tensor {i} is not an input of the graph; only inputs can be resized")
-        try:
-            new = tuple(int(d) for d in size)
-        except (TypeError, ValueError):
-            raise InterpreterError(f"resize_tensor_input: invalid shape {size!r}") from None
+        new = tuple(int(d) for d in dims)
         if any(d < 0 for d in new):
-            raise InterpreterError(f"resize_tensor_input: negative dimension in {list(new)}")
+            raise InterpreterStateError(f"resize_tensor_input: negative dimension in {list(new)}")
         t = self.sg.tensors[i]
+        nbytes = int(np.prod(new, dtype=np.float64)) * t.dtype.itemsize
+        if nbytes > MAX_TENSOR_BYTES:
+            raise InterpreterStateError(f"resize_tensor_input: shape {list(new)} needs {nbytes} bytes (limit "
+                                        f"{MAX_TENSOR_BYTES}, set ACELERA_MAX_TENSOR_BYTES to raise it)")
         if strict:
-            sig = t.shape_signature
-            if len(sig) != len(new) or any(s != -1 and s != d for s, d in zip(sig, new)):
-                raise InterpreterError(f"ResizeInputTensorStrict only allows mutating unknown dimensions "
-                                       f"identified by -1 (signature {list(sig)}, requested {list(new)})")
+            cur = self.ex.shapes[i]
+            sig = t.shape_signature if len(t.shape_signature) == len(cur) else cur
+            if len(cur) != len(new):
+                raise InterpreterStateError(f"ResizeInputTensorStrict only allows mutating unknown dimensions "
+                                            f"identified by -1: tensor {i} has rank {len(cur)}, got {list(new)}")
+            for j, (s, d) in enumerate(zip(sig, new)):
+                if s != -1 and s != d:
+                    raise InterpreterStateError(
+                        f"Attempting to resize dimension {j} of tensor {i} with value {s} to {d}. "
+                        f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1.")
         if new != self.ex.shapes[i]:
             self.ex.shapes[i] = new
             self.allocated = False
 
     def invoke(self) -> None:
         if not self.allocated:
-            raise InterpreterError("Invoke called on model that is not ready: call allocate_tensors() first")
+            raise InterpreterStateError("Invoke called on model that is not ready: call allocate_tensors() first")
         self.interp._run(self.ex)
 
 
 class Interpreter:
-    """Runs a .tflite model on acelera's reference kernels and the delegates given to it."""
+    """Runs a .tflite model on acelera's reference kernels and the delegates given to it, with
+    the API of `ai_edge_litert.interpreter.Interpreter` (see the module docstring)."""
 
     def __init__(self, model_path: str | os.PathLike | None = None, model_content: bytes | None = None,
                  experimental_delegates: Sequence[Any] | None = None, num_threads: int | None = None,
-                 experimental_op_resolver_type: Any = None, experimental_preserve_all_tensors: bool = False):
-        if (model_path is None) == (model_content is None):
-            raise InterpreterError("Exactly one of model_path and model_content must be given")
-        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < -1):
-            raise InterpreterError(f"num_threads must be an int >= -1, got {num_threads!r}")
-        self.model: Model = load_model(model_path if model_path is not None else model_content)
-        self._model_runtime = ModelRuntime(self.model)
+                 experimental_op_resolver_type: Any = OpResolverType.AUTO,
+                 experimental_preserve_all_tensors: bool = False,
+                 experimental_disable_delegate_clustering: bool = False,
+                 experimental_default_delegate_latest_features: bool = False,
+                 experimental_compress_quantization_zero_points: bool = False,
+                 experimental_disable_delegate_node_fusion: bool = False,
+                 experimental_force_delegate_node_profiling: bool = False):
+        if not hasattr(self, "_custom_op_registerers"):
+            self._custom_op_registerers: list[Any] = []
+        self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
+        self.op_resolver_type = _resolver_type(experimental_op_resolver_type)
+        if num_threads is not None:
+            if not isinstance(num_threads, int):
+                raise InterpreterError("type of num_threads should be int")
+            if num_threads < 1:
+                raise InterpreterError("num_threads should >= 1")
         self.num_threads = num_threads
-        self.delegates = list(experimental_delegates or [])
-        for d in self.delegates:
-            if not isinstance(d, Delegate):
-                raise InterpreterError(f"experimental_delegates takes acelera Delegate objects "
-                                       f"(see acelera.load_delegate), got {type(d).__name__}")
+        if model_path and not model_content:
+            self.model: Model = _load_path(model_path)
+        elif model_content and not model_path:
+            self.model = _load_bytes(model_content)
+        elif not model_content and not model_path:
+            raise InterpreterError("`model_path` or `model_content` must be specified. "
+                                   "(Exactly one of them is needed.)")
+        else:
+            raise InterpreterError("Can't both provide `model_path` and `model_content`")
+        self._resolver = self._register_custom_ops(self._custom_op_registerers)
+        self._model_runtime = ModelRuntime(self.model, self._resolver)
+        self.delegates: list[Delegate] = [_as_delegate(d) for d in (experimental_delegates or [])]
+        self._delegates = list(experimental_delegates or [])  # LiteRT keeps the objects it was given
+        self._default: Delegate | None | bool = None  # the AUTO delegate, once looked up
+        self._quiet: set[int] = set()  # executors whose default-delegate fallbacks stay silent
         self.require_full_delegation = False
+        self._views: weakref.WeakSet[_Held] = weakref.WeakSet()
         self._runtimes: dict[int, _Runtime] = {0: _Runtime(self, self.model.main)}
+        self._signature_defs = self.get_signature_list()
+        self._metrics = TFLiteMetrics()
+        self._metrics.increase_counter_interpreter_creation()
 
-    # --- hooks for delegates and threads -------------------------------------------------
+    # --- custom ops, delegates and threads -----------------------------------------------
+    def _register_custom_ops(self, registerers: Iterable[Any]):
+        if not registerers:
+            return None
+        registrar = OpRegistrar()
+        for r in registerers:
+            if isinstance(r, str):
+                raise InterpreterError(
+                    f"Looking up symbol '{r}' failed: acelera takes Python registerers (callables that "
+                    f"receive an OpRegistrar and call add_custom/add_builtin), not C++ symbol names")
+            if not callable(r):
+                raise TypeError(f"custom_op_registerers takes callables, got {type(r).__name__}")
+            r(registrar)
+        return registrar.resolve
+
+    def _default_delegate(self) -> Delegate | None:
+        """The xnnpack-cpu delegate AUTO and BUILTIN add, unless the user passed one already."""
+        if self.op_resolver_type not in (OpResolverType.AUTO, OpResolverType.BUILTIN):
+            return None
+        if any(d.name == DEFAULT_DELEGATE for d in self.delegates):
+            return None
+        if self._default is None:
+            self._default = False
+            try:
+                from acelera.registrar.registry import get_registry
+
+                reg = get_registry()
+                if DEFAULT_DELEGATE in reg.specs and reg.availability(DEFAULT_DELEGATE).ok:
+                    self._default = reg.create(DEFAULT_DELEGATE, {"num_threads": self.num_threads or -1})
+            except Exception:  # noqa: BLE001 (like LiteRT: no default delegate, the reference kernels)
+                self._default = False
+        return self._default or None
+
     def _build_plan(self, ex: Executor) -> None:
-        from acelera.core.partition import apply_delegates
+        from acelera.core.partition import DelegationWarning, apply_delegates
 
-        apply_delegates(ex, self.delegates, self.require_full_delegation)
+        auto = self._default_delegate()
+        delegates = self.delegates + ([auto] if auto is not None else [])
+        with warnings.catch_warnings():
+            if auto is not None:  # the default delegate falls back silently, as LiteRT's does
+                warnings.filterwarnings("ignore", f"{DEFAULT_DELEGATE} delegate failed", DelegationWarning)
+            apply_delegates(ex, delegates, self.require_full_delegation)
+        # Its partitions also fall back silently when shapes turn dynamic at invoke.
+        quiet = auto is not None and any(s.delegate == DEFAULT_DELEGATE for s in ex.plan) and any(
+            op.op in DATA_DEPENDENT_SHAPES for op in ex.sg.operators)
+        (self._quiet.add if quiet else self._quiet.discard)(id(ex))
 
     def _run(self, ex: Executor) -> None:
+        if id(ex) in self._quiet:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", f"{DEFAULT_DELEGATE} partition of nodes", UserWarning)
+                self._run_threads(ex)
+        else:
+            self._run_threads(ex)
+
+    def _run_threads(self, ex: Executor) -> None:
         if self.num_threads is not None and self.num_threads > 0:
             _blas_threads.run(self.num_threads, ex.run)
         else:
@@ -176,11 +449,14 @@ class Interpreter:
 
     def invoke_profiled(self) -> list[float]:
         """invoke(), returning each execution-plan step's wall time in seconds (op profiling)."""
+        self._ensure_safe()
         rt = self._rt
         if not rt.allocated:
             rt.invoke()  # raises the usual "not ready" error
         times: list[float] = []
-        run = lambda: times.extend(rt.ex.run_profiled())  # noqa: E731
+
+        def run() -> None:
+            times.extend(rt.ex.run_profiled())
         if self.num_threads is not None and self.num_threads > 0:
             _blas_threads.run(self.num_threads, run)
         else:
@@ -191,23 +467,82 @@ class Interpreter:
     def _rt(self) -> _Runtime:
         return self._runtimes[0]
 
+    def _runtime(self, subgraph_index: Any) -> _Runtime:
+        n = len(self.model.subgraphs)
+        k = int(subgraph_index)
+        if not 0 <= k < n:
+            raise InterpreterError(f"Invalid subgraph index {k} exceeds max subgraph index {n}")
+        if k not in self._runtimes:
+            self._runtimes[k] = _Runtime(self, self.model.subgraphs[k])
+        return self._runtimes[k]
+
+    # --- held views ----------------------------------------------------------------------
+    def _safe_to_run(self) -> bool:
+        """True when no numpy view from tensor() (or a slice of one) is alive."""
+        return len(self._views) == 0
+
+    def _ensure_safe(self) -> None:
+        if not self._safe_to_run():
+            raise InterpreterStateError(_UNSAFE)
+
     # --- LiteRT API ----------------------------------------------------------------------
     def allocate_tensors(self) -> None:
+        self._ensure_safe()
         self._rt.allocate()
 
     def invoke(self) -> None:
-        rt = self._runtimes[0]
-        if not rt.allocated:
-            rt.invoke()  # raises the usual "not ready" error
-        else:
-            self._run(rt.ex)
+        """Run the primary subgraph (RuntimeError before allocate_tensors, or while a view
+        from tensor() is held)."""
+        self._ensure_safe()
+        self._rt.invoke()
 
     def reset_all_variables(self) -> None:
         """Reset every variable (state) tensor to its initial value, and forget resource
-        variables and CALL_ONCE state (LiteRT keeps resource variables; acelera resets them)."""
+        variables, hashtables and CALL_ONCE state (LiteRT keeps resource variables; acelera
+        resets them)."""
         for rt in self._runtimes.values():
             rt.ex.reset_variables()
         self._model_runtime.reset()
+
+    def num_subgraphs(self) -> int:
+        """The number of subgraphs in the model."""
+        return len(self.model.subgraphs)
+
+    def _get_tensor_details(self, tensor_index: Any, subgraph_index: Any) -> dict[str, Any]:
+        return self._runtime(subgraph_index).details(tensor_index)
+
+    def _get_op_details(self, op_index: Any) -> dict[str, Any]:
+        """Index, op name, input/output tensor indices and their dtypes of a primary-subgraph node."""
+        ops = self.model.main.operators
+        try:
+            k = int(op_index)
+        except (TypeError, ValueError):
+            raise InterpreterError("Invalid node index") from None
+        if not 0 <= k < len(ops):
+            raise InterpreterError("Invalid node index")
+        op = ops[k]
+
+        def types(idx: Sequence[int]) -> list[type]:
+            return [self._get_tensor_details(t, 0)["dtype"] for t in idx if t != -1]
+        return {
+            "index": k,
+            "op_name": op.name or "UnknownCustomOp",
+            "inputs": np.array(op.inputs, np.int32),
+            "outputs": np.array(op.outputs, np.int32),
+            "operand_types": types(op.inputs),
+            "result_types": types(op.outputs),
+        }
+
+    def _get_ops_details(self) -> list[dict[str, Any]]:
+        return [self._get_op_details(i) for i in range(len(self.model.main.operators))]
+
+    def get_tensor_details(self, subgraph_index: int = 0) -> list[dict[str, Any]]:
+        n = len(self.model.subgraphs)
+        if not isinstance(subgraph_index, (int, np.integer)) or not 0 <= subgraph_index < n:
+            raise InterpreterError(f"subgraph_index is out of range: {subgraph_index} for the model, "
+                                   f"which has {n} subgraphs.")
+        rt = self._runtime(subgraph_index)
+        return [rt.details(i) for i in range(len(rt.sg.tensors))]
 
     def get_input_details(self) -> list[dict[str, Any]]:
         return [self._rt.details(i) for i in self.model.main.inputs]
@@ -215,93 +550,206 @@ class Interpreter:
     def get_output_details(self) -> list[dict[str, Any]]:
         return [self._rt.details(i) for i in self.model.main.outputs]
 
-    def get_tensor_details(self) -> list[dict[str, Any]]:
-        return [self._rt.details(i) for i in range(len(self.model.main.tensors))]
-
     def set_tensor(self, tensor_index: int, value: Any) -> None:
+        """Copy `value` into a tensor of the primary subgraph (ValueError on a type or shape
+        mismatch, or before allocate_tensors). STRING tensors take numpy arrays of str/bytes."""
         self._rt.set(tensor_index, value)
 
-    def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
+    def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> Any:
+        """A copy of a tensor's value (a numpy scalar for a 0-d tensor, bytes objects for
+        STRING tensors, the compressed buffer of a sparse constant)."""
         return self._runtime(subgraph_index).get(tensor_index)
 
     def tensor(self, tensor_index: int) -> Callable[[], np.ndarray]:
-        """A function returning a view of the tensor's current buffer (LiteRT's zero-copy accessor)."""
+        """A function returning a numpy view of the tensor's current buffer (no copy). While
+        such a view (or a slice of it) is alive, allocate_tensors() and invoke() raise
+        RuntimeError: hold the function, not the array."""
         rt = self._rt
-        i = rt.check_index(tensor_index)
-        return lambda: rt.ex.values[i] if rt.ex.values[i] is not None else rt.get(i)
+
+        def view() -> np.ndarray:
+            buf = rt.buffer(tensor_index)
+            held = _Held(buf)
+            self._views.add(held)
+            return np.asarray(held)
+        return view
 
     def resize_tensor_input(self, input_index: int, tensor_size: Sequence[int], strict: bool = False) -> None:
+        """Resize a graph input; with `strict`, only dimensions that are -1 in its
+        shape_signature may change (RuntimeError otherwise). Call allocate_tensors() after."""
+        self._ensure_safe()
         self._rt.resize(input_index, tensor_size, strict)
 
     def get_signature_list(self) -> dict[str, dict[str, list[str]]]:
         return {s.key: {"inputs": list(s.inputs), "outputs": list(s.outputs)} for s in self.model.signature_defs}
 
-    def get_signature_runner(self, signature_key: str | None = None) -> "SignatureRunner":
-        sigs = {s.key: s for s in self.model.signature_defs}
-        if not sigs:
-            raise InterpreterError("SignatureDef signature_key is None and model has no signatures")
-        if signature_key is None:
-            if len(sigs) > 1:
-                raise InterpreterError(f"SignatureDef signature_key is None and model has {len(sigs)} "
-                                       f"signatures: {sorted(sigs)}")
-            signature_key = next(iter(sigs))
-        if signature_key not in sigs:
-            raise InterpreterError(f"Invalid signature_key provided: '{signature_key}'; the model has {sorted(sigs)}")
-        return SignatureRunner(self, sigs[signature_key])
+    def _get_full_signature_list(self) -> dict[str, dict[str, dict[str, int]]]:
+        return {s.key: {"inputs": dict(s.inputs), "outputs": dict(s.outputs)} for s in self.model.signature_defs}
 
-    def _runtime(self, subgraph_index: int) -> _Runtime:
-        if not 0 <= subgraph_index < len(self.model.subgraphs):
-            raise InterpreterError(f"subgraph index {subgraph_index} out of range")
-        if subgraph_index not in self._runtimes:
-            self._runtimes[subgraph_index] = _Runtime(self, self.model.subgraphs[subgraph_index])
-        return self._runtimes[subgraph_index]
+    def get_signature_runner(self, signature_key: str | None = None) -> SignatureRunner:
+        if signature_key is None:
+            n = len(self._signature_defs)
+            if n != 1:
+                extra = " (this model has no signatures)" if n == 0 else ""
+                raise InterpreterError(f"SignatureDef signature_key is None and model has {n} Signatures{extra}. "
+                                       f"None is only allowed when the model has 1 SignatureDef")
+            signature_key = next(iter(self._signature_defs))
+        return SignatureRunner(interpreter=self, signature_key=signature_key)
+
+    @property
+    def experimental_compress_quantization_zero_points(self) -> bool:
+        return self._experimental_compress_quantization_zero_points
 
     @property
     def delegation(self):
-        """The DelegationReport of the main subgraph: which delegate took which node, and why not."""
+        """The DelegationReport of the primary subgraph: which delegate took which node (the
+        default xnnpack-cpu of AUTO included), and why the others did not."""
         return self._rt.ex.report
 
     @property
     def execution_plan(self):
-        """The prepared plan of the main subgraph (steps with the node indices they execute)."""
+        """The prepared plan of the primary subgraph (steps with the node indices they execute)."""
         return list(self._rt.ex.plan)
 
 
 class SignatureRunner:
     """Calls one signature with keyword inputs and returns a dict of outputs, like LiteRT's."""
 
-    def __init__(self, interp: Interpreter, sig):
-        self._sig = sig
-        self._interp = interp
-        self._rt = interp._runtime(sig.subgraph_index)
+    def __init__(self, interpreter: Interpreter | None = None, signature_key: str | None = None):
+        if not interpreter:
+            raise InterpreterError("None interpreter provided.")
+        if not signature_key:
+            raise InterpreterError("None signature_key provided.")
+        sigs = {s.key: s for s in interpreter.model.signature_defs}
+        if signature_key not in sigs:
+            raise InterpreterError(f'Invalid signature_key provided: "{signature_key}".')
+        self._sig = sigs[signature_key]
+        self._signature_key = signature_key
+        self._interpreter = interpreter
+        self._inputs = dict(self._sig.inputs)
+        self._outputs = dict(self._sig.outputs)
+        self._subgraph_index = self._sig.subgraph_index
+        self._rt = interpreter._runtime(self._subgraph_index)
 
-    def reset_all_variables(self) -> None:
-        """Reset every variable (state) tensor to its initial value, and forget resource
-        variables and CALL_ONCE state (LiteRT keeps resource variables; acelera resets them)."""
-        self._interp.reset_all_variables()
+    def __call__(self, **kwargs: Any) -> dict[str, Any]:
+        """Resize the inputs to the given arrays, allocate, set, invoke and return the outputs."""
+        if len(kwargs) != len(self._inputs):
+            raise InterpreterError(f"Invalid number of inputs provided for running a SignatureDef, "
+                                   f"expected {len(self._inputs)} vs provided {len(kwargs)}")
+        for name, value in kwargs.items():
+            if name not in self._inputs:
+                raise InterpreterError(f"Invalid Input name ({name}) for SignatureDef")
+            self._rt.resize(self._inputs[name], np.array(value.shape, dtype=np.int32), strict=False)
+        self._rt.allocate()
+        for name, value in kwargs.items():
+            self._rt.set(self._inputs[name], value)
+        self._interpreter._run(self._rt.ex)
+        return {name: self._rt.get(i) for name, i in self._outputs.items()}
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:
-        return {n: self._rt.details(i) for n, i in self._sig.inputs.items()}
+        return {n: self._rt.details(i) for n, i in self._inputs.items()}
 
     def get_output_details(self) -> dict[str, dict[str, Any]]:
-        return {n: self._rt.details(i) for n, i in self._sig.outputs.items()}
+        return {n: self._rt.details(i) for n, i in self._outputs.items()}
 
     def allocate_tensors(self) -> None:
         self._rt.allocate()
 
-    def __call__(self, **kwargs: Any) -> dict[str, np.ndarray]:
-        expected = set(self._sig.inputs)
-        if set(kwargs) != expected:
-            raise InterpreterError(f"Invalid inputs for signature '{self._sig.key}': expected "
-                                   f"{sorted(expected)}, got {sorted(kwargs)}")
-        for name, value in kwargs.items():
-            i = self._sig.inputs[name]
-            arr = np.asarray(value)
-            if arr.shape != self._rt.ex.shapes[i]:
-                self._rt.resize(i, arr.shape, strict=False)
-        if not self._rt.allocated:
-            self._rt.allocate()
-        for name, value in kwargs.items():
-            self._rt.set(self._sig.inputs[name], value)
-        self._rt.invoke()
-        return {n: self._rt.get(i) for n, i in self._sig.outputs.items()}
+    def reset_all_variables(self) -> None:
+        """The interpreter's reset_all_variables() (resource variables included)."""
+        self._interpreter.reset_all_variables()
+
+
+class OpRegistrar:
+    """What a Python custom-op registerer receives: kernels it adds here serve only the
+    interpreter being built, ahead of acelera's own registry.
+
+    `prepare` follows acelera.core.kernels.registry's contract: it receives a NodeContext and
+    returns `run(*inputs) -> array | tuple of arrays`.
+    """
+
+    def __init__(self):
+        self._custom: dict[str, KernelSpec] = {}
+        self._builtin: dict[str, KernelSpec] = {}
+
+    def add_custom(self, name: str, prepare: PrepareFn, max_version: int = 1,
+                   dtypes: Sequence[str] = ()) -> None:
+        """Register the kernel of custom op `name` (the model's custom_code)."""
+        self._custom[name] = KernelSpec(name, max_version, prepare, tuple(dtypes))
+
+    def add_builtin(self, name: str, prepare: PrepareFn, max_version: int = 1,
+                    dtypes: Sequence[str] = ()) -> None:
+        """Override builtin op `name` (e.g. "ADD") up to `max_version`; newer versions of the
+        op keep acelera's kernel."""
+        from acelera.core.opcodes import BUILTIN_CODES
+
+        if name not in BUILTIN_CODES or name == CUSTOM:
+            raise InterpreterError(f"add_builtin: '{name}' is not a builtin op (use add_custom)")
+        self._builtin[name] = KernelSpec(name, max_version, prepare, tuple(dtypes))
+
+    def resolve(self, op: Operator) -> KernelSpec | None:
+        spec = self._custom.get(op.custom_code) if op.op == CUSTOM else self._builtin.get(op.op)
+        if spec is None or op.version > spec.max_version:
+            return None
+        return spec
+
+
+class InterpreterWithCustomOps(Interpreter):
+    """An Interpreter with extra kernels registered by `custom_op_registerers`.
+
+    Each registerer is a Python callable taking an `OpRegistrar`:
+
+        def my_ops(r):
+            r.add_custom("Double", lambda node: (lambda x: x + x))
+
+        it = InterpreterWithCustomOps(custom_op_registerers=[my_ops], model_path="m.tflite")
+
+    LiteRT's C++ registerer names (strings) raise ValueError: acelera takes Python registerers.
+    """
+
+    def __init__(self, custom_op_registerers: Sequence[Any] | None = None, **kwargs: Any):
+        self._custom_op_registerers = list(custom_op_registerers or [])
+        super().__init__(**kwargs)
+
+
+def _as_delegate(d: Any) -> Delegate:
+    """An acelera Delegate, or a LiteRT Delegate (from ai_edge_litert's load_delegate) wrapped
+    by the litert plugin."""
+    if isinstance(d, Delegate):
+        return d
+    if hasattr(d, "_get_native_delegate_pointer"):
+        try:
+            from acelera.plugins.litert import wrap_litert_delegate
+        except ImportError as e:
+            raise InterpreterError(f"a LiteRT Delegate needs acelera's litert plugin "
+                                   f"(acelera.plugins.litert), which cannot load: {e}") from None
+        return wrap_litert_delegate(d)
+    raise InterpreterError(f"experimental_delegates takes acelera Delegate objects (see acelera.load_delegate) "
+                           f"or LiteRT Delegate objects, got {type(d).__name__}")
+
+
+_FLATBUFFER_DAMAGE = ("corrupt flatbuffer", "exceeds the file size", "outside the file", "too small")
+
+
+def _load_bytes(data: Any, name: str | None = None) -> Model:
+    """Parse model bytes; damage the flatbuffer verifier would catch gets LiteRT's message."""
+    buf = bytes(data)
+    invalid = "The model is not a valid Flatbuffer buffer"
+    if len(buf) < 8:
+        raise ModelError(f"{invalid}: {len(buf)} bytes is too small to hold a model")
+    if buf[4:8] != b"TFL3":
+        ident = buf[4:8].decode("latin-1")
+        raise ModelError(f"{invalid}: Model provided has model identifier '{ident}', should be 'TFL3'")
+    try:
+        return load_model(buf, name)
+    except ModelError as e:
+        if any(s in str(e) for s in _FLATBUFFER_DAMAGE):
+            raise ModelError(f"{invalid}: {e}") from None
+        raise
+
+
+def _load_path(path: str | os.PathLike) -> Model:
+    try:
+        data = Path(os.fspath(path)).read_bytes()
+    except OSError as e:
+        raise ModelError(f"Could not open '{os.fspath(path)}': cannot read model file: {e.strerror or e}") from None
+    return _load_bytes(data, os.fspath(path))

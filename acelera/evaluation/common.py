@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Sequence
 from acelera.conformance.inference_diff import (DiffResult, LatencyStats, RunningStat, build_delegates,
                                                 cpp_float, delegation_lines, to_json)
 from acelera.core.errors import AceleraError
-from acelera.core.interpreter import Interpreter
+from acelera.core.interpreter import Interpreter, OpResolverType
 from acelera.core.partition import DelegationReport
 
 __all__ = ["EvaluationError", "Flags", "read_lines", "Interpreters", "open_interpreters", "latency_line",
@@ -74,11 +74,14 @@ def open_interpreters(registry: Any, parsed: Any, model_file: str, threads: int,
     if threads < -1:
         raise EvaluationError(f"--num_interpreter_threads must be >= -1, got {threads}")
     delegates = build_delegates(registry, parsed, threads)
-    test = Interpreter(model_path=model_file, experimental_delegates=delegates, num_threads=threads)
+    test = Interpreter(model_path=model_file, experimental_delegates=delegates,
+                       num_threads=threads if threads > 0 else None,
+                       experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     test.allocate_tensors()
     ref = None
     if compare:
-        ref = Interpreter(model_path=model_file, num_threads=1)
+        ref = Interpreter(model_path=model_file, num_threads=1,
+                          experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         ref.allocate_tensors()
     ops = test.model.main.operators
     deleg = Delegation(test.delegation, [(d.name, getattr(d, "backend", "hardware")) for d in delegates],

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.errors import AceleraError, UnsupportedOpError
-from acelera.core.interpreter import Interpreter
+from acelera.core.interpreter import Interpreter, OpResolverType
 from helpers import rng_of
 from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
+
+REF = OpResolverType.BUILTIN_REF  # the reference kernels, not LiteRT's default XNNPACK
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -33,7 +35,7 @@ def shapes(min_rank=1, max_rank=4, min_side=1, max_side=4):
 
 
 def allocate_error(model: bytes) -> Exception:
-    it = Interpreter(model_content=model)
+    it = Interpreter(experimental_op_resolver_type=REF, model_content=model)
     with pytest.raises(AceleraError) as e:
         it.allocate_tensors()
     return e.value
@@ -659,7 +661,7 @@ def test_unsupported_versions():
 # --- cheapness: views, inputs untouched ---------------------------------------------------
 
 def _values_after_invoke(model, feed):
-    it = Interpreter(model_content=model)
+    it = Interpreter(experimental_op_resolver_type=REF, model_content=model)
     it.allocate_tensors()
     for d, x in zip(it.get_input_details(), feed):
         x = x.reshape(d["shape"])
