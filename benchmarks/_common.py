@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 MODELS = Path(os.environ.get("ACELERA_MODELS", Path(__file__).resolve().parents[1].parent / "shared" / "models"))
+ZOO = Path(__file__).resolve().parents[1] / "tests" / "models" / "zoo"  # converter-made models (tools/make_models.py)
 
 
 def time_invoke(invoke, min_runs: int = 5, min_secs: float = 1.0, warmup: int = 2) -> float:
@@ -31,6 +32,8 @@ def feed(interp, rng: np.random.Generator) -> None:
         dt = np.dtype(d["dtype"])
         if np.issubdtype(dt, np.floating):
             x = rng.uniform(-1, 1, d["shape"]).astype(dt)
+        elif dt in (np.int32, np.int64):  # token ids and indices: small and non-negative
+            x = rng.integers(0, 16, d["shape"]).astype(dt)
         else:
             info = np.iinfo(dt)
             x = rng.integers(info.min, int(info.max) + 1, d["shape"]).astype(dt)
