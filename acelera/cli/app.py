@@ -126,22 +126,33 @@ def build_app(registry: Registry) -> typer.Typer:
         evaluate.command(cmd, help=text)(make_command(cmd, "", evaluate_cmd, fs.flags.values(), [CONFIG]))
     app.add_typer(evaluate, name="eval")
 
-    @app.command("conformance", help="Certify delegates against the CPU reference (op, negative, model and "
-                 "behaviour cases); writes certificate.json, junit.xml and summaries.")
-    def conformance(
-        delegate: Annotated[Optional[list[str]], typer.Option("--delegate", help="delegate to certify (repeatable)")] = None,
-        all_: Annotated[bool, typer.Option("--all", help="certify every available delegate")] = False,
-        models: Annotated[Optional[Path], typer.Option("--models", help="directory of .tflite models for model cases")] = None,
-        shard: Annotated[str, typer.Option("--shard", help="run shard i of n (i/n), for CI matrices")] = "0/1",
-        seed: Annotated[int, typer.Option("--seed", help="seed for generated cases and inputs")] = 0,
-        report: Annotated[Optional[Path], typer.Option("--report", help="directory for the reports")] = None,
-        tolerances: Annotated[Optional[Path], typer.Option("--tolerances", help="TOML file overriding tolerances")] = None,
-    ):
+    def conformance(ctx, raw, delegate, all_, models, shard, seed, report, tolerances):
         from acelera.conformance.suite import run as run_suite
 
+        # delegate flags (--external_delegate_path=lib.so, --use_litert_xnnpack, ...) certify the
+        # delegates they enable, with those options, besides the ones named by --delegate
+        parsed = parsed_from(ctx, raw, delegate_fs)
+        names = list(delegate or []) + [s.name for s in registry.enabled(parsed)]
         quiet_delegate_logs()
-        raise typer.Exit(run_suite(registry, delegate or [], all_=all_, models_dir=models, shard=shard, seed=seed,
-                                   report_dir=report, tolerances_file=tolerances))
+        raise typer.Exit(run_suite(registry, list(dict.fromkeys(names)), all_=all_, models_dir=models, shard=shard,
+                                   seed=seed, report_dir=report, tolerances_file=tolerances,
+                                   options=dict(parsed.values)))
+
+    app.command("conformance", help="Certify delegates against the CPU reference (op, negative, model and "
+                "behaviour cases); writes certificate.json, junit.xml and summaries.")(
+        make_command("conformance", "", conformance, delegate_fs.flags.values(), [
+            _param("delegate", Annotated[Optional[list[str]], typer.Option(
+                "--delegate", help="delegate to certify (repeatable)")], None),
+            _param("all_", Annotated[bool, typer.Option("--all", help="certify every available delegate")], False),
+            _param("models", Annotated[Optional[Path], typer.Option(
+                "--models", help="directory of .tflite models for model cases")], None),
+            _param("shard", Annotated[str, typer.Option("--shard", help="run shard i of n (i/n), for CI matrices")],
+                   "0/1"),
+            _param("seed", Annotated[int, typer.Option("--seed", help="seed for generated cases and inputs")], 0),
+            _param("report", Annotated[Optional[Path], typer.Option("--report", help="directory for the reports")],
+                   None),
+            _param("tolerances", Annotated[Optional[Path], typer.Option(
+                "--tolerances", help="TOML file overriding tolerances")], None)]))
 
     delegates = typer.Typer(help="List and describe installed delegate plugins.", no_args_is_help=True)
 
@@ -151,7 +162,8 @@ def build_app(registry: Registry) -> typer.Typer:
         if json_out:
             print(json.dumps({"delegates": rows, "broken": registry.broken}, indent=2))
             return
-        t = Table("delegate", "version", "backend", "plugin", "available")
+        t = Table("delegate", "version", "backend", "plugin")
+        t.add_column("available", overflow="fold")  # a long device name wraps; it is never cut short
         for r in rows:
             t.add_row(r["name"], r["version"], r["backend"], r["plugin"],
                       "yes" if r["available"] else f"no: {r['reason']}")
@@ -185,10 +197,11 @@ def build_app(registry: Registry) -> typer.Typer:
     app.command("ops", help=OPS_HELP)(ops_command)
 
     @app.command("doctor", help="Run each delegate's availability probe and a tiny model: PASS/FAIL.")
-    def doctor():
+    def doctor(strict: Annotated[bool, typer.Option(
+            "--strict", help="FAIL (exit 1) when a first-party delegate is unavailable here, not SKIP")] = False):
         from acelera.cli.doctor import run_doctor
 
-        raise typer.Exit(run_doctor(registry, print))
+        raise typer.Exit(run_doctor(registry, print, strict=strict))
 
     @app.command("new-delegate", help="Scaffold an installable delegate plugin package.")
     def new_delegate(name: Annotated[str, typer.Argument(help="delegate name, e.g. my-npu")],

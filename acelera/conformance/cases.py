@@ -59,7 +59,8 @@ FLOAT_DTYPES = ("FLOAT32", "FLOAT16")
 #: dtypes tried, in order, for the "undeclared dtype" negative case
 NEGATIVE_DTYPES = ("FLOAT32", "INT8", "UINT8", "INT16")
 NP = {"FLOAT32": np.float32, "FLOAT16": np.float16, "INT8": np.int8, "UINT8": np.uint8,
-      "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "BOOL": np.bool_}
+      "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "BOOL": np.bool_,
+      "COMPLEX64": np.complex64, "UINT64": np.uint64}
 QRANGE = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767)}
 DEFAULT_VARIANTS_PER_CASE = 2
 
@@ -99,6 +100,7 @@ class T:
     dtype: str | None = None  # a fixed tensor type, whatever the case dtype
     quant: Mapping[str, tuple[float, int]] | None = None  # fixed output quantization per case dtype
     nonzero: bool = False  # random values are +-uniform(domain), domain positive (divisors)
+    variable: bool = False  # a variable (state) tensor: no buffer, not a graph input (RNN / LSTM states)
 
 
 @dataclass(frozen=True)
@@ -791,7 +793,8 @@ def build_graph(nodes: Sequence[OpTemplate], dtype: str, version: int | Sequence
                 pk, po = links[(k, i)]
                 ins.append(node_out[pk][po])
             else:
-                tensors.append(_Tensor(spec, tuple(spec.shape), k, is_input=not spec.const, is_const=spec.const))
+                tensors.append(_Tensor(spec, tuple(spec.shape), k, is_input=not (spec.const or spec.variable),
+                                       is_const=spec.const))
                 ins.append(len(tensors) - 1)
         node_in.append(ins)
         outs = []
@@ -887,7 +890,7 @@ def build_graph(nodes: Sequence[OpTemplate], dtype: str, version: int | Sequence
         for t_idx in node_out[k]:
             t = tensors[t_idx]
             t.type = _resolve_type(t.spec, dtype)
-            if t.type not in QUANT_DTYPES:
+            if t.type not in QUANT_DTYPES or t.spec.role in ("int", "bool"):
                 continue
             if t.spec.quant is not None:
                 src = dtype if dtype in t.spec.quant else t.type
@@ -917,7 +920,7 @@ def build_graph(nodes: Sequence[OpTemplate], dtype: str, version: int | Sequence
             t.index = b.add_input(f"in{i}", t.shape, NP[t.type], t.quant, shape_signature=sig)
             inputs.append(_materialize(t, dtype))
         else:
-            t.index = b.add_tensor(f"t{i}", t.shape, NP[t.type], t.quant)
+            t.index = b.add_tensor(f"t{i}", t.shape, NP[t.type], t.quant, is_variable=t.spec.variable)
     for k, tpl in enumerate(nodes):
         ins = [tensors[j].index if j >= 0 else -1 for j in node_in[k]]
         outs = [tensors[j].index for j in node_out[k]]
@@ -959,7 +962,7 @@ def _materialize(t: _Tensor, case_dtype: str) -> np.ndarray:
 
 def _calibrate(nodes, tensors: list[_Tensor], node_in, node_out, graph_outputs) -> dict[int, np.ndarray]:
     """Run the float32 version of the graph on the reference; every tensor's float values."""
-    from acelera.core.interpreter import Interpreter
+    from acelera.core.interpreter import Interpreter, OpResolverType
 
     b = ModelBuilder(description="acelera conformance calibration")
     idx: dict[int, int] = {}
@@ -980,13 +983,13 @@ def _calibrate(nodes, tensors: list[_Tensor], node_in, node_out, graph_outputs) 
             idx[i] = b.add_input(f"in{i}", t.shape, dt)
             feeds.append((idx[i], np.asarray(t.value, dt)))
         else:
-            idx[i] = b.add_tensor(f"t{i}", t.shape, dt)
+            idx[i] = b.add_tensor(f"t{i}", t.shape, dt, is_variable=t.spec.variable)
     for k, tpl in enumerate(nodes):
         b.add_operator(tpl.op, [idx[j] if j >= 0 else -1 for j in node_in[k]], [idx[j] for j in node_out[k]],
                        version=1, custom_code=tpl.custom_code, custom_options=tpl.custom_options, **dict(tpl.options))
     b.mark_outputs(*[idx[t] for t in graph_outputs])
     try:
-        it = Interpreter(model_content=b.build())
+        it = Interpreter(model_content=b.build(), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         it.allocate_tensors()
         for i, v in feeds:
             it.set_tensor(i, v)
@@ -1272,3 +1275,6 @@ def select_shard(cases: Sequence[Case], shard: tuple[int, int] = (0, 1)) -> list
     """Round-robin split of the full list: case k goes to shard k mod n."""
     i, n = parse_shard(shard)
     return [c for k, c in enumerate(cases) if k % n == i]
+
+
+from acelera.conformance import generators_more as _generators_more  # noqa: F401  (generators of the newer ops)

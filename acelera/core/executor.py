@@ -174,11 +174,16 @@ class Executor:
         self.plan.append(Step(node_label(self.sg, i), _unprepared, op.inputs, op.outputs, (i,)))
 
     def reset_variables(self) -> None:
-        """Variable (state) tensors back to their initial value, as LiteRT's AllocateTensors does."""
+        """Variable (state) tensors back to their initial value, as LiteRT's AllocateTensors does:
+        a constant's data, else zero (the zero point for int8 states, as
+        LiteRT's ResetVariableTensor does)."""
         for t in self.sg.tensors:
             if t.is_variable:
-                init = t.data if t.is_constant else None
-                self.values[t.index] = np.array(init, copy=True) if init is not None else np.zeros(self.shapes[t.index], t.dtype)
+                if t.is_constant:
+                    self.values[t.index] = np.array(t.data, copy=True)
+                    continue
+                zero = int(t.quantization.zero_point[0]) if t.quantized and t.type_name == "INT8" else 0
+                self.values[t.index] = np.full(self.shapes[t.index], zero, t.dtype)
 
     def _shape_pass(self, step: Step) -> None:
         """Run `step` once on current values (zeros for graph inputs) to learn output shapes."""

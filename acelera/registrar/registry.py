@@ -31,6 +31,16 @@ class RegistryError(AceleraError):
     """A delegate cannot be found, is unavailable, or failed to build."""
 
 
+class DelegateLoadError(RegistryError, ValueError):
+    """load_delegate could not load a delegate (a missing or invalid native library, no such
+    plugin): a ValueError naming the path, as LiteRT's load_delegate raises."""
+
+
+#: TFLite's flag for a native delegate library; the delegate it enables hosts shared libraries.
+LIBRARY_FLAG = "external_delegate_path"
+LIBRARY_OPTIONS_FLAG = "external_delegate_options"
+
+
 @dataclass(frozen=True)
 class PluginInfo:
     name: str  # entry-point name
@@ -126,7 +136,7 @@ class Registry:
         options = parsed.options()
         ranked = []
         for order, spec in enumerate(self.specs.values()):
-            flags_on = [f for f in spec.enabled_by if options.get(f) is True]
+            flags_on = [f for f in spec.enabled_by if _enables(options.get(f))]
             if flags_on and spec.wants(options):
                 rank = min(parsed.positions.get(f, 0) for f in flags_on)
                 ranked.append((rank, order, spec))
@@ -158,13 +168,15 @@ class Registry:
         """A delegate's own flags set while it is not enabled do nothing: say so, as TFLite's NNAPI
         provider does ("--use_nnapi=true is needed ...")."""
         for spec in self.specs.values():
-            if spec.name in chosen or any(options.get(f) is True for f in spec.enabled_by):
+            if spec.name in chosen or any(_enables(options.get(f)) for f in spec.enabled_by):
                 continue
             unused = [f.name for f in spec.flags
                       if f.owner == spec.name and f.name not in spec.enabled_by and parsed.is_set(f.name)]
             if unused and spec.enabled_by:
+                first = spec.enabled_by[0]
+                needed = f"--{first}=true" if parsed.flags[first].type is bool else f"--{first}"
                 warnings.warn(f"{', '.join('--' + n for n in unused)} set but {spec.name} is not enabled: "
-                              f"--{spec.enabled_by[0]}=true is needed", stacklevel=3)
+                              f"{needed} is needed", stacklevel=3)
 
     def create(self, name: str, options: Mapping[str, Any] | None = None) -> Delegate:
         """One delegate by name with options keyed by flag name (acelera.load_delegate)."""
@@ -179,6 +191,24 @@ class Registry:
         for e in spec.enabled_by:
             if known[e].type is bool:
                 values[e] = True
+        return self._create(spec, values)
+
+    def load_library(self, path: str, options: Mapping[str, Any] | None = None) -> Delegate:
+        """A delegate hosting the native library at `path` with the library's own `options`, by
+        the plugin whose delegate --external_delegate_path enables (DelegateLoadError if none can)."""
+        spec = next((s for s in self.specs.values() if LIBRARY_FLAG in s.enabled_by), None)
+        where = f"Failed to load delegate from {path}"
+        if spec is None:
+            broken = f" (broken plugins: {', '.join(sorted(self.broken))})" if self.broken else ""
+            raise DelegateLoadError(f"{where}: no installed plugin hosts native delegates; "
+                                    f"install acelera[litert]{broken}")
+        avail = self.availability(spec.name)
+        if not avail.ok:
+            raise DelegateLoadError(f"{where}: {spec.name} is unavailable: {avail.reason}")
+        known = {f.name: f for f in spec.flags} | {f.name: f for f in COMMON_FLAGS}
+        values: dict[str, Any] = {n: f.default for n, f in known.items()}
+        values[LIBRARY_FLAG] = path
+        values[LIBRARY_OPTIONS_FLAG] = {str(k): str(v) for k, v in (options or {}).items()}
         return self._create(spec, values)
 
     def _create(self, spec: DelegateSpec, options: Mapping[str, Any]) -> Delegate:
@@ -214,6 +244,11 @@ class TableDelegate(Delegate):
         raise RegistryError(f"{self.name} can only plan here: it is not available")
 
 
+def _enables(value: Any) -> bool:
+    """An enabling flag is on: a bool flag set true, or a string flag (a library path) set."""
+    return value is True or (isinstance(value, str) and value != "")
+
+
 def _split(text: str) -> set[str]:
     return {p.strip() for p in text.split(",") if p.strip()}
 
@@ -229,6 +264,27 @@ def get_registry(refresh: bool = False) -> Registry:
     return _default
 
 
-def load_delegate(name: str, options: Mapping[str, Any] | None = None) -> Delegate:
-    """LiteRT's load_delegate, taking a plugin's delegate name instead of a library path."""
-    return get_registry().create(name, options)
+def looks_like_library(name: str) -> bool:
+    """Whether load_delegate's argument names a shared library rather than a plugin."""
+    base = os.path.basename(name)
+    return (os.sep in name or (os.altsep is not None and os.altsep in name)
+            or base.endswith((".so", ".dylib", ".dll")) or ".so." in base)
+
+
+def load_delegate(name: str | os.PathLike, options: Mapping[str, Any] | None = None) -> Delegate:
+    """LiteRT's load_delegate: a plugin's delegate name (options keyed by its flag names), or the
+    path of a native TFLite delegate library (options are the library's own, as LiteRT passes
+    them), hosted by the plugin that --external_delegate_path enables. A library or name that
+    cannot be loaded raises DelegateLoadError, a ValueError naming it."""
+    reg = get_registry()
+    text = os.fspath(name)
+    if not isinstance(text, str):
+        text = os.fsdecode(text)
+    if text in reg.specs:
+        return reg.create(text, options)
+    if not looks_like_library(text) and not os.path.exists(text):
+        known = ", ".join(sorted(reg.specs)) or "none"
+        raise DelegateLoadError(f"Failed to load delegate from {text}: neither an installed delegate ({known}) "
+                                f"nor a shared library path")
+    return reg.load_library(text, options)
+

@@ -596,7 +596,8 @@ def test_lstm_basic_kernel():
             np.testing.assert_allclose(g_, w_, atol=1e-5)
 
 
-def test_lstm_unsupported():
+def test_lstm_hybrid_matches_litert():
+    """A hybrid LSTM (int8 weights, float activations) runs as LiteRT's does."""
     b = ModelBuilder()
     x = b.add_input("x", (1, 2), np.float32)
     rng = np.random.default_rng(0)
@@ -609,7 +610,7 @@ def test_lstm_unsupported():
     b.add_operator("LSTM", [x, *w8, *r8, -1, -1, -1, *bs, -1, -1, h, c], [y], version=3,
                    fused_activation_function="TANH")
     b.mark_outputs(y)
-    expect_unsupported(b.build())
+    assert_matches_litert(b.build(), [np.array([[0.5, -1.0]], np.float32)])
 
 
 def test_lstm_state_is_zero_after_allocate():
