@@ -264,7 +264,7 @@ class LiteRTHostDelegate(Delegate):
         name = f"{op.name} v{op.version}"
         if self.source is None:
             return Support(False, f"{name}: {self.unavailable_reason}", "delegate")
-        why = bridge.unhostable(op, [*node.inputs, *node.outputs])
+        why = bridge.unhostable(op, [*node.inputs, *node.outputs]) or _no_reference(op)
         if why:
             return Support(False, f"{name}: not hosted through LiteRT: {why}", "constraint")
         tensors = {}
@@ -349,3 +349,16 @@ class LiteRTHostDelegate(Delegate):
             raise LiteRTError(f"{self.source.label} took {len(taken)} of the partition's {len(ops)} nodes in LiteRT "
                               f"and left nodes {left} to LiteRT's CPU kernels")
         return LiteRTKernel(partition, it, written)
+
+
+def _no_reference(op) -> str:
+    """Why a node must stay off LiteRT: acelera has no reference kernel for its op version, so a
+    partition that fails to prepare could not fall back and results could not be compared."""
+    from acelera.core.errors import UnsupportedOpError
+    from acelera.core.kernels.registry import lookup
+
+    try:
+        lookup(op)
+    except UnsupportedOpError as e:
+        return f"acelera's CPU reference cannot run it ({e})"
+    return ""
