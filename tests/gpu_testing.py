@@ -1,22 +1,35 @@
-"""Helpers shared by the GPU backends' tests: the GL guard and quantized single-op models."""
+"""Helpers shared by the GPU backends' tests: the GL and OpenCL guards and quantized single-op
+models. The guards skip the calling test module, or fail it under CI=true (tests/needs.py)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from acelera.core.builder import Const, In, Out, single_op_model
+from needs import require, require_module
 
 RNG = np.random.default_rng(4321)
 
 
 def require_gl() -> None:
     """Skip the calling test module unless moderngl makes a usable headless GL context here."""
-    pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl)")
+    __tracebackhide__ = True
+    require_module("moderngl", "moderngl is not installed (pip install moderngl)")
     from acelera.plugins.gpu_gl import context as glctx
 
     avail = glctx.probe()
-    if not avail.ok:
-        pytest.skip(f"no usable headless GL context: {avail.reason}", allow_module_level=True)
+    require(avail.ok, f"no usable headless GL context: {avail.reason}")
+
+
+def require_opencl():
+    """Skip the calling test module unless gpu-opencl has a device that builds and runs kernels
+    here; the pyopencl module."""
+    __tracebackhide__ = True
+    cl = require_module("pyopencl", "pyopencl is not installed (pip install pyopencl)")
+    from acelera.plugins.gpu_opencl import device as gdev
+
+    avail = gdev.probe()
+    require(avail.ok, f"no usable OpenCL device: {avail.reason}")
+    return cl
 
 
 def qin(shape, scale=0.05, zp=3, dtype=np.int8):

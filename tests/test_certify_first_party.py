@@ -3,6 +3,7 @@ import pytest
 
 from acelera.conformance.suite import certify
 from acelera.registrar.registry import get_registry
+from needs import require
 
 FIRST_PARTY = ["xnnpack-cpu", "gpu-opencl", "gpu-gl", "nnapi", "hexagon", "coreml"]
 
@@ -12,8 +13,7 @@ FIRST_PARTY = ["xnnpack-cpu", "gpu-opencl", "gpu-gl", "nnapi", "hexagon", "corem
 def test_first_party_plugin_certifies(name, models_dir):
     reg = get_registry()
     avail = reg.availability(name)
-    if not avail.ok:
-        pytest.skip(f"{name} is unavailable here: {avail.reason}")
+    require(avail.ok, f"{name} is unavailable here: {avail.reason}")
     cert = certify(reg, name, models_dir=models_dir)
     d = cert.to_dict()
     failed = [c["id"] for c in d["cases"] if c["status"] == "fail"]

@@ -23,11 +23,12 @@ from acelera.registrar.flags import Flag, FlagSet
 from acelera.registrar.registry import Registry
 from acelera.registrar.spec import DelegateSpec
 from flatbuffers import flexbuffers
+from needs import require_module
 from oracle import run_litert
 
-Image = pytest.importorskip("PIL.Image")
-needs_coco = pytest.mark.skipif(importlib.util.find_spec("pycocotools") is None,
-                                reason="mAP needs pycocotools (the eval extra)")
+Image = require_module("PIL.Image", "pillow (the test extra) is not installed")
+needs_coco = pytest.mark.requires(importlib.util.find_spec("pycocotools") is not None,
+                                  "mAP needs pycocotools (the test and eval extras)")
 
 RED, GREEN, BLUE, BLACK, GRAY = (255, 0, 0), (0, 255, 0), (0, 0, 255), (0, 0, 0), (128, 128, 128)
 

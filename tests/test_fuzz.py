@@ -95,17 +95,15 @@ def test_fuzz_through_every_delegate(models_dir, monkeypatch):
     AceleraError line (a delegate that cannot prepare falls back with a warning), never a crash."""
     import warnings
 
-    import pytest
-
     from acelera import load_delegate
     from acelera.registrar.registry import get_registry
+    from needs import require
 
     monkeypatch.setattr(model_module, "MAX_TENSOR_BYTES", 64 << 20)
     reg = get_registry()
     names = [n for n in ("gpu-opencl", "gpu-gl", "xnnpack-cpu", "nnapi", "hexagon", "coreml")
              if n in reg.specs and reg.availability(n).ok]
-    if not names:
-        pytest.skip("no first-party delegate is available here")
+    require(names, "no first-party delegate is available here")
     delegates = [load_delegate(n) for n in names]
     rng = np.random.default_rng(int(os.environ.get("ACELERA_FUZZ_SEED", "5")))
     corpus = [c for c in seeds(models_dir) if c[0].startswith(("sine", "small_cnn"))]

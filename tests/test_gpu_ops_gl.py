@@ -16,16 +16,9 @@ from gpu_testing import require_gl  # noqa: E402
 require_gl()
 
 from acelera.plugins import gpu_gl  # noqa: E402
+from gpu_cases import gl_new_op_cases  # noqa: E402  (the cases gpu-opencl's tests run too)
 
-
-from test_gpu_ops_logical import CASES as LOGICAL  # noqa: E402
-from test_gpu_ops_lstm import basic_lstm  # noqa: E402
-from test_plugin_gpu_opencl import FLOAT_CASES  # noqa: E402
-
-NEW = ("GELU", "SIGN", "ADD_N", "FLOOR_DIV", "FLOOR_MOD")
-CASES = {k: v for k, v in FLOAT_CASES.items() if k.split("-")[0] in NEW}
-CASES.update(LOGICAL)
-CASES["LSTM"] = basic_lstm(2, 5, 8)
+CASES = gl_new_op_cases()
 
 
 @pytest.mark.parametrize("half", [False, True], ids=["fp32", "fp16"])

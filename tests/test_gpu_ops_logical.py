@@ -12,60 +12,11 @@ import pytest
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from test_plugin_gpu_opencl import F32, RNG, check, op1, rnd, run
+from gpu_testing import require_opencl
 
-BOOL, I32 = np.bool_, np.int32
-COMPARISONS = ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
+require_opencl()
 
-
-def grid(*shape):
-    """Values on a coarse grid, so that comparisons see ties."""
-    return (RNG.integers(-4, 5, shape) / 2).astype(F32)
-
-
-def near_pairs(n):
-    """x, and y within one float32 ulp of x: equal in half storage, different in float32."""
-    x = RNG.uniform(-3, 3, n).astype(F32)
-    y = np.nextafter(x, np.where(RNG.random(n) < 0.5, np.inf, -np.inf).astype(F32)).astype(F32)
-    y[::3] = x[::3]
-    return x, y
-
-
-def cases():
-    c = {}
-    for op in COMPARISONS:
-        x, y = grid(1, 4, 5, 6), grid(1, 4, 5, 6)
-        c[op] = op1(op, [x, y], x.shape, out_dtype=BOOL)
-        c[f"{op}-bcast-const"] = op1(op, [grid(2, 3, 7), Const(np.array([0.5], F32))], (2, 3, 7), version=2,
-                                     out_dtype=BOOL)
-        c[f"{op}-bcast-channel"] = op1(op, [grid(1, 3, 4, 5), grid(1, 1, 1, 5)], (1, 3, 4, 5), out_dtype=BOOL)
-        a, b = near_pairs(40)
-        c[f"{op}-one-ulp"] = op1(op, [a.reshape(5, 8), b.reshape(5, 8)], (5, 8), out_dtype=BOOL)
-    b1, b2 = RNG.random((2, 3, 4, 5)) < 0.5, RNG.random((1, 1, 4, 5)) < 0.5
-    c["LOGICAL_AND"] = op1("LOGICAL_AND", [b1, b2], b1.shape, out_dtype=BOOL)
-    c["LOGICAL_AND-const"] = op1("LOGICAL_AND", [b1, Const(RNG.random((2, 3, 4, 5)) < 0.5)], b1.shape, out_dtype=BOOL)
-    big = (RNG.uniform(-1, 1, (3, 10)) * 10.0 ** RNG.integers(0, 10, (3, 10))).astype(F32)
-    big[0, :6] = (np.nan, np.inf, -np.inf, 3e9, -3e9, -0.0)
-    c["CAST-float-int32"] = op1("CAST", [big], big.shape, out_dtype=I32)
-    c["CAST-int32-float"] = op1("CAST", [RNG.integers(-(2 ** 30), 2 ** 30, (4, 9)).astype(I32)], (4, 9))
-    c["CAST-int32-int32"] = op1("CAST", [RNG.integers(-5000, 5000, (4, 9)).astype(I32)], (4, 9), out_dtype=I32)
-    c["CAST-bool-float"] = op1("CAST", [RNG.random((2, 3, 5)) < 0.5], (2, 3, 5))
-    fb = grid(3, 11)
-    fb[0, :3] = (np.nan, -0.0, 1e-30)
-    c["CAST-float-bool"] = op1("CAST", [fb], fb.shape, out_dtype=BOOL)
-    c["CAST-float-float"] = op1("CAST", [rnd(3, 5)], (3, 5))
-    x, y = rnd(1, 4, 5, 6), rnd(1, 4, 5, 6)
-    c["SELECT"] = op1("SELECT", [x > 0, x, y], x.shape)
-    c["SELECT-rank1-cond"] = op1("SELECT", [RNG.random(3) < 0.5, rnd(3, 4, 6), rnd(3, 4, 6)], (3, 4, 6))
-    c["SELECT-scalar-cond"] = op1("SELECT", [np.array(False), rnd(2, 9), rnd(2, 9)], (2, 9), version=1)
-    c["SELECT_V2"] = op1("SELECT_V2", [RNG.random((1, 4, 1, 6)) < 0.5, x, Const(np.array(0.25, F32))], x.shape)
-    c["SELECT_V2-scalars"] = op1("SELECT_V2", [RNG.random((3, 7)) < 0.5, Const(np.array([1.5], F32)), rnd(3, 7)],
-                                 (3, 7))
-    return c
-
-
-CASES = cases()
-TESTED = {n.split("-")[0] for n in CASES}
+from gpu_cases import BOOL, F32, I32, LOGICAL_CASES as CASES, check, grid, run  # noqa: E402  (the cases)
 
 
 def exact(model, inputs, half):

@@ -7,29 +7,11 @@ import pytest
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import ModelBuilder
-from test_plugin_gpu_opencl import F32, RNG, check, rnd
+from gpu_testing import require_opencl
 
-TESTED = {"LSTM"}
+require_opencl()
 
-
-def basic_lstm(nb=2, n_in=5, depth=8, variable=False, version=2, **opts):
-    """input, previous activation, weights, biases, previous state -> activation, state,
-    concat_temp, activ_temp; the state inputs are graph inputs unless `variable`."""
-    b = ModelBuilder()
-    x = b.add_input("x", (nb, n_in), F32)
-    prev_a = (b.add_tensor("a", (nb, depth), F32, is_variable=True) if variable
-              else b.add_input("a", (nb, depth), F32))
-    w = b.add_constant("w", (RNG.standard_normal((4 * depth, n_in + depth)) * 0.5).astype(F32))
-    bias = b.add_constant("b", RNG.standard_normal(4 * depth).astype(F32))
-    prev_s = (b.add_tensor("s", (nb, depth), F32, is_variable=True) if variable
-              else b.add_input("s", (nb, depth), F32))
-    shapes = {"activ": (nb, depth), "state": (nb, depth), "concat": (nb, n_in + depth), "gates": (nb, 4 * depth)}
-    outs = [b.add_tensor(n, shape, F32) for n, shape in shapes.items()]
-    opts = {"kernel_type": "BASIC", "fused_activation_function": "TANH", **opts}
-    b.add_operator("LSTM", [x, prev_a, w, bias, prev_s], outs, version=version, **opts)
-    b.mark_outputs(*outs)
-    inputs = [rnd(nb, n_in)] + ([] if variable else [rnd(nb, depth), rnd(nb, depth, lo=-2, hi=2)])
-    return b.build(), inputs
+from gpu_cases import F32, basic_lstm, check, rnd  # noqa: E402  (basic_lstm is shared with gpu-gl's tests)
 
 
 @pytest.mark.parametrize("half", [False, True], ids=["fp32", "fp16"])

@@ -16,6 +16,7 @@ from acelera import load_delegate
 from acelera.conformance.inference_diff import diff
 from acelera.plugins.gpu_plan.half_floor import HalfStorageDelegate
 from acelera.registrar.registry import get_registry
+from needs import require
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from gpu_precision import litert_gap  # noqa: E402
@@ -37,8 +38,7 @@ def floors(models_dir):
 @pytest.mark.parametrize("model", ["face_detection_short_range", "hand_recrop"])
 def test_fp16_error_is_the_half_storage_floor(backend, model, models_dir, floors):
     avail = get_registry().availability(backend)
-    if not avail.ok:
-        pytest.skip(avail.reason)
+    require(avail.ok, f"{backend} is unavailable here: {avail.reason}")
     path = models_dir / f"{model}.tflite"
     if model not in floors:
         floors[model] = _err(path, HalfStorageDelegate())
@@ -50,8 +50,7 @@ def test_fp16_error_is_the_half_storage_floor(backend, model, models_dir, floors
 @pytest.mark.parametrize("model", ["face_detection_short_range", "hand_recrop"])
 def test_fp32_error_is_float32_noise(backend, model, models_dir):
     avail = get_registry().availability(backend)
-    if not avail.ok:
-        pytest.skip(avail.reason)
+    require(avail.ok, f"{backend} is unavailable here: {avail.reason}")
     path = models_dir / f"{model}.tflite"
     e32 = _err(path, load_delegate(backend, {"gpu_precision_loss_allowed": False}))
     bound = max(1e-5, 1.5 * litert_gap(path, RUNS))

@@ -148,9 +148,10 @@ def test_every_declared_op_has_a_case():
     """Every op declared with FLOAT32 has a float case here (int8/uint8: test_gpu_gl_quant.py;
     LSTM, comparisons, LOGICAL_AND, CAST, SELECT and the newer float ops: test_gpu_ops_gl.py)."""
     from acelera.plugins.gpu_plan.optable import OPS as PLAN_OPS
-    from test_gpu_ops_gl import CASES as NEW_CASES
+    from gpu_cases import gl_new_op_cases
 
-    covered = {k.split("-")[0] for k in [*CASES, *NEW_CASES]} | {"QUANTIZE"}  # float QUANTIZE input: quantized tests
+    # float QUANTIZE input: the quantized tests
+    covered = {k.split("-")[0] for k in [*CASES, *gl_new_op_cases()]} | {"QUANTIZE"}
     assert set(gpu_gl.OP_TABLE.rows) == set(gpu_gl.OPS) == set(gpu_gl.GL_OPS)
     assert {op for op, (_, dts) in gpu_gl.OPS.items() if "FLOAT32" in dts} <= covered
     assert all(gpu_gl.OPS[op] == PLAN_OPS[op] for op in gpu_gl.OPS)  # the shared table's rows

@@ -556,7 +556,7 @@ def test_shared_models_match_the_reference(models_dir, name, numba, monkeypatch)
 
 # --- fused int8 epilogues (qjit) -------------------------------------------------------------------
 
-@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
+@pytest.mark.requires(jit.AVAILABLE, "numba is not installed")
 def test_int8_requantizer_matches_the_reference_exactly():
     from acelera.core.kernels.conv import Requantizer
     from acelera.plugins.xnnpack_cpu import qjit
@@ -578,7 +578,7 @@ def test_int8_requantizer_matches_the_reference_exactly():
             np.testing.assert_array_equal(dst, want)
 
 
-@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
+@pytest.mark.requires(jit.AVAILABLE, "numba is not installed")
 @pytest.mark.parametrize("op, act", [("FULLY_CONNECTED", "NONE"), ("FULLY_CONNECTED", "RELU"),
                                      ("FULLY_CONNECTED", "RELU6"), ("CONV_2D", "RELU"),
                                      ("DEPTHWISE_CONV_2D", "RELU6")])

@@ -1,10 +1,13 @@
-"""`acelera doctor`: each plugin's availability probe plus a tiny model through each delegate."""
+"""`acelera doctor`: each plugin's availability probe plus a tiny model through each delegate.
+
+With `--strict` (what CI runs) a first-party delegate (one acelera ships, under
+acelera.plugins) that is unavailable on this machine is a FAIL, not a SKIP."""
 from __future__ import annotations
 
 import numpy as np
 
 from acelera.core.errors import AceleraError
-from acelera.core.interpreter import Interpreter
+from acelera.core.interpreter import Interpreter, OpResolverType
 from acelera.registrar.registry import Registry
 from acelera.samples import tiny_cnn
 
@@ -12,16 +15,30 @@ TOLERANCE = {"hardware": 5e-2, "emulated": 5e-2, "cpu": 1e-3}
 
 
 def _run(model: bytes, x: np.ndarray, delegates) -> tuple[np.ndarray, Interpreter]:
-    it = Interpreter(model_content=model, experimental_delegates=delegates)
+    it = Interpreter(model_content=model, experimental_delegates=delegates,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     it.set_tensor(it.get_input_details()[0]["index"], x)
     it.invoke()
     return it.get_tensor(it.get_output_details()[0]["index"]), it
 
 
-def run_doctor(registry: Registry, log=print) -> int:
-    """Print PASS/FAIL/SKIP per plugin; the exit code is 1 if anything FAILed."""
+def first_party(registry: Registry, name: str) -> bool:
+    """Whether acelera itself ships the plugin that declares delegate `name`."""
+    plugin = registry.plugin_of(name)
+    return plugin is not None and plugin.module.startswith("acelera.plugins.")
+
+
+def _indented(lines: list[str], log) -> None:
+    for line in lines:
+        log(f"      {line}")
+
+
+def run_doctor(registry: Registry, log=print, strict: bool = False) -> int:
+    """Print PASS/FAIL/SKIP per plugin; the exit code is 1 if anything FAILed. `strict`: an
+    unavailable first-party delegate FAILs (others still SKIP)."""
     failed = False
+    missing = []
     model = tiny_cnn()
     x = np.random.default_rng(0).uniform(-1, 1, (1, 32, 32, 3)).astype(np.float32)
     want, ref = _run(model, x, [])
@@ -32,7 +49,14 @@ def run_doctor(registry: Registry, log=print) -> int:
     for spec in registry.specs.values():
         avail = registry.availability(spec.name)
         if not avail.ok:
-            log(f"SKIP  {spec.name} ({spec.backend}): unavailable: {avail.reason}")
+            first = (avail.reason.splitlines() or ["no reason given"])[0]
+            if strict and first_party(registry, spec.name):
+                failed = True
+                missing.append(spec.name)
+                log(f"FAIL  {spec.name} ({spec.backend}): first-party delegate unavailable: {first}")
+            else:
+                log(f"SKIP  {spec.name} ({spec.backend}): unavailable: {first}")
+            _indented(avail.reason.splitlines()[1:], log)
             continue
         try:
             got, it = _run(model, x, [registry.create(spec.name)])
@@ -42,7 +66,10 @@ def run_doctor(registry: Registry, log=print) -> int:
             failed |= not ok
             log(f"{'PASS' if ok else 'FAIL'}  {spec.name} ({spec.backend}): tiny_cnn max|err| {err:.3g}, "
                 f"took {took} of {n} nodes")
+            _indented(avail.reason.splitlines(), log)  # what it runs on, when the probe says
         except AceleraError as e:
             failed = True
             log(f"FAIL  {spec.name} ({spec.backend}): {e}")
+    if missing:
+        log(f"doctor --strict: {len(missing)} first-party delegate(s) unavailable here: {', '.join(missing)}")
     return 1 if failed else 0

@@ -16,7 +16,8 @@ VERSION = "0.2.0"
 
 DEVICE_FLAG = Flag("gpu_opencl_device", str, "",
                    "OpenCL device for gpu-opencl: 'P:D' platform:device indices or a name substring; "
-                   "empty = prefer a GPU", "gpu-opencl", GROUP)
+                   "empty = the first device that builds and runs a probe kernel, a GPU first",
+                   "gpu-opencl", GROUP)
 
 OP_TABLE = gpu_table("gpu-opencl", OPS, EXTRA, REPLACE)
 
