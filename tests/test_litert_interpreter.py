@@ -552,8 +552,6 @@ def test_forgotten_call_to_allocate_tensors(api):
         interpreter.set_tensor(input_index, dummy_tensor)
 
 
-@xfail_on("acelera", raises=RuntimeError, reason="acelera's RESHAPE kernel has no STRING support yet "
-                                                   "(op-coverage issue)")
 def test_string_model_details(api):
     """lite_test testString."""
     interpreter = api.Interpreter(model_content=td.string_reshape())

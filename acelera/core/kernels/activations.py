@@ -5,7 +5,9 @@ Matches LiteRT's BUILTIN_REF kernels (tflite/kernels/activations.cc, kReference 
 
 * float32 math in float32 with LiteRT's formulas (LOGISTIC's cut-offs, GELU's erfc form);
   float16 GELU (v3) rounds to half after every operation, as Eigen::half arithmetic does,
-  tabulated over all 65536 half values.
+  tabulated over all 65536 half values. float16 and bfloat16 LOGISTIC and TANH compute each
+  value in float32 (tanhf; LOGISTIC's reference formula with its cut-offs and expf) and round
+  it once to the 16-bit type, also tabulated over every bit pattern.
 * 8-bit and 16-bit quantized ops are elementwise functions of one integer, so prepare
   evaluates LiteRT's integer algorithm (or its LUTPopulate table) once over the whole input
   domain (256 or 65536 values) and run() is a single table lookup.
@@ -26,6 +28,7 @@ from typing import Callable
 import numpy as np
 
 from acelera.core.kernels.common import domain, lut_apply
+from acelera.core.kernels.float_formats import ALIASED_TYPES, table16
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
 from acelera.core.quant import (multiply_by_quantized_multiplier, quantize_multiplier,
@@ -69,7 +72,7 @@ def unary_io(node: NodeContext, allowed: tuple) -> tuple[Tensor, Tensor]:
     if x is None:
         raise node.unsupported("missing input")
     check_same_type(node, x, y)
-    if x.dtype not in [np.dtype(d) for d in allowed]:
+    if x.dtype not in [np.dtype(d) for d in allowed] or x.type_name in ALIASED_TYPES:
         raise node.unsupported(f"input type {x.type_name} is not supported")
     return x, y
 
@@ -712,9 +715,33 @@ def _sigmoid_transform(v):
         return F32(1) / (F32(1) + libm("exp")(-v))
 
 
-@register("LOGISTIC", max_version=3, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
+def _logistic_reference(v: np.ndarray) -> np.ndarray:
+    """reference_ops::Logistic in float32: 1 above 16.619..., expf(x) below -9, else
+    1 / (1 + expf(-x))."""
+    v = np.asarray(v, F32)
+    with np.errstate(all="ignore"):
+        mid = F32(1) / (F32(1) + libm("exp")(-v))
+        return np.where(v > F32(16.619047164916992188), F32(1), np.where(v < F32(-9), libm("exp")(v), mid))
+
+
+@functools.cache
+def _half_table(op: str, type_name: str) -> np.ndarray:
+    """float16/bfloat16 LOGISTIC or TANH over every bit pattern."""
+    return table16(_logistic_reference if op == "LOGISTIC" else libm("tanh"), type_name)
+
+
+def _is_half(x: Tensor) -> bool:
+    return x.type_name in ("FLOAT16", "BFLOAT16")
+
+
+@register("LOGISTIC", max_version=3, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def logistic(node: NodeContext):
+    x, y = node.inputs[0], node.outputs[0]
+    if x is not None and _is_half(x):
+        check_same_type(node, x, y)
+        table = _half_table("LOGISTIC", x.type_name)
+        return lambda a: lut_apply(a, table)
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     if x.dtype == np.float32:
         def run(a):
@@ -739,9 +766,14 @@ def logistic(node: NodeContext):
     return lambda a: lut_apply(a, table)
 
 
-@register("TANH", max_version=3, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
+@register("TANH", max_version=3, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def tanh(node: NodeContext):
+    x, y = node.inputs[0], node.outputs[0]
+    if x is not None and _is_half(x):
+        check_same_type(node, x, y)
+        table = _half_table("TANH", x.type_name)
+        return lambda a: lut_apply(a, table)
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     if x.dtype == np.float32:
         return lambda a: np.tanh(a)

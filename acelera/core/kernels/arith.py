@@ -5,7 +5,7 @@
   int32), with broadcasting.
 * FLOOR_MOD: the remainder of the truncating division (fmod for float32) moved to the
   divisor's sign when non-zero (float32, int8, int16, int32, int64), with broadcasting.
-* SIGN: (0 < x) - (x < 0) for float32 and int32; a float NaN passes through (LiteRT's sign).
+* SIGN: (0 < x) - (x < 0) for float32, float64 and int32; a float NaN passes through (LiteRT's sign).
 
 A divisor of 0 fails LiteRT's invoke (FLOOR_DIV: any type; FLOOR_MOD: integers) and fails
 acelera's the same way (KernelError "Division by 0"), except in allocate_tensors' shape pass on
@@ -83,12 +83,12 @@ def floor_mod(node: NodeContext):
     return scalar_safe(run_i)
 
 
-@register("SIGN", max_version=2, dtypes=("FLOAT32", "INT32"))
+@register("SIGN", max_version=2, dtypes=("FLOAT32", "FLOAT64", "INT32"))
 @ndarray_kernel
 def sign(node: NodeContext):
-    x, _ = unary_io(node, (np.float32, np.int32))
+    x, _ = unary_io(node, (np.float32, np.float64, np.int32))
 
     def run(v):
         r = (v > 0).astype(x.dtype) - (v < 0).astype(x.dtype)
-        return np.where(np.isnan(v), v, r) if x.dtype == np.float32 else r
+        return np.where(np.isnan(v), v, r) if x.dtype.kind == "f" else r
     return run

@@ -17,9 +17,10 @@ from acelera.core.model import Tensor
 
 INT_MAX = 2**31 - 1
 
-# Types with a fixed element size (LiteRT's GetSizeOfType), as acelera holds them.
+# Types with a fixed element size (LiteRT's GetSizeOfType), as acelera holds them (BFLOAT16 and
+# FLOAT8 as their bit patterns).
 SIZED = ("FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
-         "UINT32", "INT64", "UINT64", "BOOL", "COMPLEX64", "COMPLEX128")
+         "UINT32", "INT64", "UINT64", "BOOL", "COMPLEX64", "COMPLEX128", "FLOAT8_E4M3FN", "FLOAT8_E5M2")
 
 
 def checked_shape(dims: Iterable, dtype: np.dtype, what: str = "output") -> tuple[int, ...]:

@@ -4,6 +4,8 @@ SQUARED_DIFFERENCE, POW.
 Semantics follow LiteRT's reference kernels (tflite/kernels/{add,sub,mul,div,maximum_minimum,
 squared_difference,pow}.cc and internal/reference/*):
 
+* MAXIMUM/MINIMUM compare float16/bfloat16 values as floats (`a > b ? a : b`) and return the
+  chosen operand's bits.
 * float outputs go through ActivationFunctionWithMinMax even without a fused activation, so
   +-inf is clamped to +-FLT_MAX (NaN passes through); TANH/SIGN_BIT fused activations are
   ignored by these ops (CalculateActivationRange treats them as "none"). float16 ADD (v6) and
@@ -23,6 +25,7 @@ import numpy as np
 from acelera.core.errors import AceleraError, ModelError
 from acelera.core.kernels.common import (FLT_MAX, RELU, RELU6, RELU_N1_TO_1, domain,
                                          float_activation_bounds, quantized_activation_range)
+from acelera.core.kernels.float_formats import ALIASED_TYPES, to_f32
 from acelera.core.kernels.registry import NodeContext, check_divisor, register
 from acelera.core.model import Tensor
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
@@ -183,9 +186,9 @@ def binary_operands(node: NodeContext, allowed, *, out_dtype=None) -> tuple[Tens
     if a is None or b is None or len(node.outputs) != 1:
         raise ModelError(f"{node.op.name}: expects 2 inputs and 1 output")
     out = node.outputs[0]
-    if a.dtype != b.dtype:
+    if a.type != b.type:
         raise node.unsupported(f"input types {a.type_name} and {b.type_name} differ")
-    if a.dtype not in allowed:
+    if a.dtype not in allowed or a.type_name in ALIASED_TYPES:
         raise node.unsupported(f"input type {a.type_name} is not supported")
     want = a.dtype if out_dtype is None else np.dtype(out_dtype)
     if out.dtype != want:
@@ -724,7 +727,33 @@ def rdbpot_x86(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
 
 # --- MAXIMUM / MINIMUM ---------------------------------------------------------------------
 
+def _half_operands(node: NodeContext) -> str | None:
+    """The type name when both inputs are FLOAT16 or both BFLOAT16 (bfloat16 is held as uint16,
+    so dtypes cannot tell it from UINT16), checking the output has it too; else None."""
+    a, b = node.input(0), node.input(1)
+    if a is None or a.type_name not in ("FLOAT16", "BFLOAT16"):
+        return None
+    if b is None or len(node.outputs) != 1:
+        raise ModelError(f"{node.op.name}: expects 2 inputs and 1 output")
+    if b.type != a.type:
+        raise node.unsupported(f"input types {a.type_name} and {b.type_name} differ")
+    if node.outputs[0].type != a.type:
+        raise node.unsupported(f"output type {node.outputs[0].type_name} with input type {a.type_name} "
+                               "is not supported")
+    broadcast_shape(node, a.shape, b.shape)
+    return a.type_name
+
+
 def _max_min(node: NodeContext, greater: bool):
+    half = _half_operands(node)
+    if half is not None:
+        # `a > b ? a : b` on the values (as float), keeping the chosen operand's bits.
+        better = np.greater if greater else np.less
+
+        def run_half(x, y):
+            with np.errstate(invalid="ignore"):
+                return np.where(better(to_f32(x, half), to_f32(y, half)), x, y)
+        return scalar_safe(run_half)
     binary_operands(node, {F32, U8, I8, I16, I32, I64})
     # Plain comparison of stored values (quantized operands are not rescaled), and
     # `a > b ? a : b` semantics for NaN.
@@ -744,12 +773,14 @@ def _max_min(node: NodeContext, greater: bool):
     return scalar_safe(run)
 
 
-@register("MAXIMUM", max_version=4, dtypes=("FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"))
+@register("MAXIMUM", max_version=4, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16", "INT32",
+                                           "INT64"))
 def maximum(node: NodeContext):
     return _max_min(node, True)
 
 
-@register("MINIMUM", max_version=4, dtypes=("FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"))
+@register("MINIMUM", max_version=4, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16", "INT32",
+                                           "INT64"))
 def minimum(node: NodeContext):
     return _max_min(node, False)
 

@@ -3,9 +3,12 @@
 CAST follows LiteRT's CastValue rules: floating -> integer conversions saturate (NaN becomes
 the integer maximum) after truncation toward zero, integer -> integer conversions wrap,
 anything -> bool is `!= 0`, complex64 sources use their real part, float16/bfloat16
-destinations are reached through float32 (round to nearest even), and int4 only converts to
-float32 (from int4) or from float32 (clamped to [-8, 7], NaN -> 7). Quantization parameters
-are ignored, as LiteRT does.
+destinations are reached through float32 (round to nearest even). int4 only converts to
+float32 or FLOAT8 and from float32 or FLOAT8 (clamped to [-8, 7], NaN -> 7). FLOAT8_E4M3FN and
+FLOAT8_E5M2 (LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) go through float32 both
+ways: a FLOAT8 source is widened exactly, a FLOAT8 destination is reached by static_cast<float>
+and ml_dtypes' rounding (see float_formats); the same FLOAT8 type is copied bit for bit.
+Quantization parameters are ignored, as LiteRT does.
 
 ARG_MAX / ARG_MIN return the first index of the extreme value. NaN handling matches the
 x86 build of LiteRT: the reference comparator ignores NaN (all-NaN -> 0), and when the
@@ -17,36 +20,24 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.executor import KernelError
+from acelera.core.kernels.float_formats import bf16_to_f32, f8_to_f32, f32_to_bf16, f32_to_f8, f32_to_f16
 from acelera.core.kernels.registry import NodeContext, register
 
 _FLOAT32, _FLOAT16, _INT32, _UINT8, _INT64, _BOOL, _INT16 = 0, 1, 2, 3, 4, 6, 7
 _COMPLEX64, _INT8, _FLOAT64, _UINT32, _UINT16, _INT4, _BFLOAT16 = 8, 9, 10, 15, 16, 17, 18
+_F8E4M3FN, _F8E5M2 = 21, 22
+_FLOAT8 = {_F8E4M3FN: "FLOAT8_E4M3FN", _F8E5M2: "FLOAT8_E5M2"}
 
 _CAST_IN = {_INT64, _INT32, _UINT32, _UINT16, _INT16, _UINT8, _INT8, _FLOAT16, _BFLOAT16,
-            _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, _INT4}
+            _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, _INT4, *_FLOAT8}
 _CAST_OUT = {_INT64, _INT32, _UINT32, _INT16, _UINT16, _UINT8, _INT8, _FLOAT16, _BFLOAT16,
-             _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, _INT4}
+             _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, _INT4, *_FLOAT8}
 _INT_TYPES = {_INT64, _INT32, _UINT32, _INT16, _UINT16, _UINT8, _INT8}
 _NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING", 6: "BOOL",
           7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64", 15: "UINT32", 16: "UINT16",
-          17: "INT4", 18: "BFLOAT16"}
+          17: "INT4", 18: "BFLOAT16", **_FLOAT8}
 _NP = {_INT64: np.int64, _INT32: np.int32, _UINT32: np.uint32, _INT16: np.int16,
        _UINT16: np.uint16, _UINT8: np.uint8, _INT8: np.int8}
-
-
-def _bf16_to_f32(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
-def _f32_to_bf16(x: np.ndarray) -> np.ndarray:
-    """Eigen's float_to_bfloat16_rtne<false>: round to nearest even, NaN -> quiet NaN."""
-    x = np.ascontiguousarray(x, np.float32)
-    u = x.view(np.uint32).astype(np.uint64)
-    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    nan = np.isnan(x)
-    if nan.any():
-        rounded[nan] = np.where(np.signbit(x[nan]), 0xFFC0, 0x7FC0).astype(np.uint16)
-    return rounded
 
 
 def _saturate_float(x: np.ndarray, dtype) -> np.ndarray:
@@ -78,10 +69,12 @@ def cast_values(x: np.ndarray, src: int, dst: int) -> np.ndarray:
     representation: bfloat16 as uint16 bits, int4 as unpacked int8)."""
     if src == dst:
         return x.copy()
-    # Bring every source to a value array numpy can convert: bf16 -> float32,
+    # Bring every source to a value array numpy can convert: bf16 and float8 -> float32,
     # complex -> its real part, int4 -> int8 values (already unpacked).
     if src == _BFLOAT16:
-        x = _bf16_to_f32(x)
+        x = bf16_to_f32(x)
+    elif src in _FLOAT8:
+        x = f8_to_f32(x, _FLOAT8[src])
     elif src == _COMPLEX64:
         x = np.real(x).astype(np.float32)
     floating = x.dtype.kind == "f"
@@ -96,9 +89,11 @@ def cast_values(x: np.ndarray, src: int, dst: int) -> np.ndarray:
     if dst == _FLOAT64:
         return x.astype(np.float64)
     if dst == _FLOAT16:
-        return x.astype(np.float32).astype(np.float16)  # static_cast<float> first
+        return f32_to_f16(x.astype(np.float32))  # static_cast<float> first
     if dst == _BFLOAT16:
-        return _f32_to_bf16(x.astype(np.float32))
+        return f32_to_bf16(x.astype(np.float32))
+    if dst in _FLOAT8:
+        return f32_to_f8(x.astype(np.float32), _FLOAT8[dst])
     if dst == _COMPLEX64:
         return x.astype(np.float32).astype(np.complex64)
     if dst == _INT4:  # castFloatToInt4: min(7, x) then max(-8, .), NaN -> 7
@@ -115,10 +110,10 @@ def cast(node: NodeContext):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     if dst not in _CAST_OUT:
         raise node.unsupported(f"output type {out_t.type_name} is not supported")
-    if src == _INT4 and dst != _FLOAT32:
-        raise node.unsupported(f"INT4 can only be cast to FLOAT32, not {out_t.type_name}")
-    if dst == _INT4 and src != _FLOAT32:
-        raise node.unsupported(f"only FLOAT32 can be cast to INT4, not {x_t.type_name}")
+    if src == _INT4 and dst != _FLOAT32 and dst not in _FLOAT8:
+        raise node.unsupported(f"INT4 can only be cast to FLOAT32 or FLOAT8, not {out_t.type_name}")
+    if dst == _INT4 and src != _FLOAT32 and src not in _FLOAT8:
+        raise node.unsupported(f"only FLOAT32 or FLOAT8 can be cast to INT4, not {x_t.type_name}")
     out_dtype = out_t.dtype
 
     def run(x: np.ndarray) -> np.ndarray:

@@ -7,6 +7,8 @@ Follows tflite/kernels/{comparisons,logical,select}.cc:
   << 8, MultiplyByQuantizedMultiplier by the operand's own scale) and compare the results;
   int16 does so only for EQUAL/NOT_EQUAL with quantized inputs (LESS/GREATER & co compare the
   raw int16 values).
+* float16 (every comparison) and bfloat16 (LESS, GREATER) compare as float values; STRING
+  (EQUAL, NOT_EQUAL) compares the bytes of each item.
 * SELECT (v1) accepts equal shapes, or a scalar / rank-1 condition over the first dimension;
   SELECT_V2 broadcasts all three operands.
 """
@@ -22,13 +24,43 @@ from acelera.core.kernels.binary import (
     smaller_than_one_multiplier, table16,
 )
 from acelera.core.kernels.common import domain
+from acelera.core.kernels.float_formats import to_f32
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
 
 BOOL = np.dtype(np.bool_)
 
 
-def _comparison(node: NodeContext, ufunc, *, allow_bool: bool, int16_scaled: bool):
+def _typed_operands(node: NodeContext, allowed: tuple[str, ...]) -> str | None:
+    """For FLOAT16/BFLOAT16/STRING inputs (types numpy dtypes cannot tell apart from UINT16 or
+    RESOURCE): the type name once both inputs have it, one of `allowed`, and the output is BOOL."""
+    a, b = node.input(0), node.input(1)
+    if a is None or a.type_name not in ("FLOAT16", "BFLOAT16", "STRING"):
+        return None
+    if b is None or len(node.outputs) != 1:
+        raise ModelError(f"{node.op.name}: expects 2 inputs and 1 output")
+    if a.type_name not in allowed:
+        raise node.unsupported(f"input type {a.type_name} is not supported")
+    if b.type != a.type:
+        raise node.unsupported(f"input types {a.type_name} and {b.type_name} differ")
+    if node.outputs[0].dtype != BOOL:
+        raise node.unsupported(f"output type {node.outputs[0].type_name} is not supported (BOOL only)")
+    broadcast_shape(node, a.shape, b.shape)
+    return a.type_name
+
+
+def _comparison(node: NodeContext, ufunc, *, allow_bool: bool, int16_scaled: bool,
+                typed: tuple[str, ...] = ("FLOAT16",)):
+    name = _typed_operands(node, typed)
+    if name == "STRING":
+        def run_strings(x, y):
+            return np.asarray(ufunc(x, y), np.bool_)  # bytes items compare bytewise
+        return scalar_safe(run_strings)
+    if name is not None:
+        def run_half(x, y):
+            with np.errstate(invalid="ignore"):
+                return ufunc(to_f32(x, name), to_f32(y, name))
+        return scalar_safe(run_half)
     allowed = {F32, I16, I32, I64, U8, I8} | ({BOOL} if allow_bool else set())
     a, b, _ = binary_operands(node, allowed, out_dtype=np.bool_)
     dt = a.dtype
@@ -59,33 +91,38 @@ def _comparison(node: NodeContext, ufunc, *, allow_bool: bool, int16_scaled: boo
     return scalar_safe(blocked_into(into, np.bool_))
 
 
-@register("EQUAL", max_version=5, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8", "BOOL"))
+@register("EQUAL", max_version=5, dtypes=("FLOAT32", "FLOAT16", "INT16", "INT32", "INT64", "UINT8", "INT8",
+                                         "BOOL", "STRING"))
 def equal(node: NodeContext):
-    return _comparison(node, np.equal, allow_bool=True, int16_scaled=True)
+    return _comparison(node, np.equal, allow_bool=True, int16_scaled=True, typed=("FLOAT16", "STRING"))
 
 
-@register("NOT_EQUAL", max_version=4, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8", "BOOL"))
+@register("NOT_EQUAL", max_version=4, dtypes=("FLOAT32", "FLOAT16", "INT16", "INT32", "INT64", "UINT8", "INT8",
+                                             "BOOL", "STRING"))
 def not_equal(node: NodeContext):
     # LiteRT leaves the output unwritten for unquantized int16 NOT_EQUAL; we compute it.
-    return _comparison(node, np.not_equal, allow_bool=True, int16_scaled=True)
+    return _comparison(node, np.not_equal, allow_bool=True, int16_scaled=True, typed=("FLOAT16", "STRING"))
 
 
-@register("LESS", max_version=3, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8"))
+@register("LESS", max_version=3, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "INT16", "INT32", "INT64", "UINT8",
+                                        "INT8"))
 def less(node: NodeContext):
-    return _comparison(node, np.less, allow_bool=False, int16_scaled=False)
+    return _comparison(node, np.less, allow_bool=False, int16_scaled=False, typed=("FLOAT16", "BFLOAT16"))
 
 
-@register("LESS_EQUAL", max_version=2, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8"))
+@register("LESS_EQUAL", max_version=2, dtypes=("FLOAT32", "FLOAT16", "INT16", "INT32", "INT64", "UINT8", "INT8"))
 def less_equal(node: NodeContext):
     return _comparison(node, np.less_equal, allow_bool=False, int16_scaled=False)
 
 
-@register("GREATER", max_version=2, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8"))
+@register("GREATER", max_version=2, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "INT16", "INT32", "INT64", "UINT8",
+                                           "INT8"))
 def greater(node: NodeContext):
-    return _comparison(node, np.greater, allow_bool=False, int16_scaled=False)
+    return _comparison(node, np.greater, allow_bool=False, int16_scaled=False, typed=("FLOAT16", "BFLOAT16"))
 
 
-@register("GREATER_EQUAL", max_version=3, dtypes=("FLOAT32", "INT16", "INT32", "INT64", "UINT8", "INT8"))
+@register("GREATER_EQUAL", max_version=3, dtypes=("FLOAT32", "FLOAT16", "INT16", "INT32", "INT64", "UINT8",
+                                                 "INT8"))
 def greater_equal(node: NodeContext):
     return _comparison(node, np.greater_equal, allow_bool=False, int16_scaled=False)
 

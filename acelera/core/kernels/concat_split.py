@@ -23,12 +23,14 @@ from acelera.core.quant import round_half_away
 
 # FLOAT8 tensors (held as their uint8 bit patterns) are only moved: CONCATENATION v7, SPLIT v5,
 # SPLIT_V v3, PACK v5 and UNPACK v6 (LiteRT takes them when built with
-# TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS).
+# TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS). So are BFLOAT16 (uint16 bit patterns) and INT4 (held
+# unpacked, one int8 per value; LiteRT concatenates the packed nibbles).
 FLOAT8 = frozenset({"FLOAT8_E4M3FN", "FLOAT8_E5M2"})
-CONCAT_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL", "UINT32"}) | FLOAT8
+CONCAT_TYPES = frozenset({"FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL",
+                          "UINT32", "INT4"}) | FLOAT8
 SPLIT_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64"}) | FLOAT8
 PACK_TYPES = frozenset({"FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64", "UINT32"}) | FLOAT8
-UNPACK_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "BOOL"}) | FLOAT8
+UNPACK_TYPES = frozenset({"FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16", "INT32", "BOOL"}) | FLOAT8
 _FLOAT_ACT = {RELU: (0.0, None), RELU6: (0.0, 6.0), RELU_N1_TO_1: (-1.0, 1.0)}
 
 
@@ -65,6 +67,8 @@ def concatenation(node: NodeContext):
         # LiteRT concatenates scalars (into a vector) only when they are all constant.
         if axis != 0 or any(t.data is None for t in ins) or any(len(t.shape) for t in ins):
             raise ValueError("CONCATENATION of scalars needs constant inputs and axis 0")
+        if t0.type_name == "INT4":
+            raise ValueError("CONCATENATION of INT4 scalars is not supported")
     elif not 0 <= axis < rank:
         raise ValueError(f"CONCATENATION axis {node.options.get('axis', 0)} is out of range for rank {rank}")
     for t in ins[1:]:

@@ -1,6 +1,7 @@
 """GATHER and TILE reference kernels (tflite/kernels/gather.cc, tile.cc).
 
-Both ops only move elements, so every dtype LiteRT accepts is handled by numpy indexing;
+Both ops only move elements, so every dtype LiteRT accepts is handled by numpy indexing
+(STRING tensors are object arrays of bytes, FLOAT8 and BFLOAT16 bit patterns, INT4 unpacked);
 no arithmetic is involved. GATHER checks every index against the gathered dimension and
 raises instead of reading out of bounds (LiteRT fails the invoke the same way).
 """
@@ -14,14 +15,17 @@ from acelera.core.kernels.registry import NodeContext, register
 
 # TensorType codes (acelera.core.dtypes.TYPE_NAMES).
 _FLOAT32, _FLOAT16, _INT32, _UINT8, _INT64, _STRING, _BOOL, _INT16 = 0, 1, 2, 3, 4, 5, 6, 7
-_INT8, _INT4, _BFLOAT16 = 9, 17, 18
+_INT8, _INT4, _BFLOAT16, _F8E4M3FN, _F8E5M2 = 9, 17, 18, 21, 22
 
-# gather.cc Prepare: the params types it accepts (strings need a string tensor, not supported).
-_GATHER_TYPES = {_FLOAT32, _FLOAT16, _BFLOAT16, _UINT8, _INT4, _INT8, _INT16, _INT64, _INT32, _BOOL}
+# gather.cc Prepare: the params types it accepts (FLOAT8 in LiteRT's
+# TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build), strings apart.
+_GATHER_TYPES = {_FLOAT32, _FLOAT16, _BFLOAT16, _UINT8, _INT4, _INT8, _INT16, _INT64, _INT32, _BOOL,
+                 _F8E4M3FN, _F8E5M2}
 _GATHER_INDEX_TYPES = {_INT16, _INT32, _INT64}
 _GATHER_NAMES = tuple(TYPE_NAMES[t] for t in sorted(_GATHER_TYPES | {_STRING}))
-# TILE moves any fixed-size element (not int4)
-_TILE_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items()) if numpy_dtype(c) != np.object_ and c != _INT4)
+# TILE moves any fixed-size element (not int4) and strings
+_TILE_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
+                    if (numpy_dtype(c) != np.object_ and c != _INT4) or c == _STRING)
 
 
 @register("GATHER", max_version=8, dtypes=_GATHER_NAMES)
@@ -82,7 +86,7 @@ def gather(node: NodeContext):
 def tile(node: NodeContext):
     x_t, m_t = node.input(0), node.input(1)
     out_t = node.outputs[0]
-    if x_t.type in (_STRING, _INT4) or x_t.dtype == np.object_:
+    if x_t.type_name not in _TILE_NAMES:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     if m_t.type not in (_INT32, _INT64):
         raise node.unsupported(f"multipliers of type {m_t.type_name} are not supported")

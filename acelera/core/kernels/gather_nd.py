@@ -15,8 +15,9 @@ from acelera.core.executor import KernelError
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
 from acelera.core.model import MAX_TENSOR_BYTES
 
+# FLOAT8 params only in LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build (bit patterns here).
 _GATHER_ND_PARAMS = ("FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64",
-                     "BOOL", "STRING")
+                     "BOOL", "STRING", "FLOAT8_E4M3FN", "FLOAT8_E5M2")
 _GATHER_ND_INDICES = ("INT16", "INT32", "INT64")
 _SCATTER_ND_UPDATES = ("FLOAT32", "UINT8", "BOOL", "INT8", "INT32", "INT64")
 

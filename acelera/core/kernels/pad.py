@@ -14,8 +14,9 @@ from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.kernels.reshape import SIZED_TYPES, copy_block, legacy_qparams, same_qparams
 
-# FLOAT8 (v6; LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) pads uint8 bit patterns.
-PAD_TYPES = frozenset({"FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL",
+# FLOAT8 (v6; LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) pads uint8 bit patterns,
+# BFLOAT16 uint16 ones (0 is +0.0 in both).
+PAD_TYPES = frozenset({"FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16", "INT32", "INT64", "BOOL",
                        "FLOAT8_E4M3FN", "FLOAT8_E5M2"})
 PADDING_TYPES = ("INT32", "INT64", "INT8", "INT16", "BOOL")
 MAX_RANK = 5  # reference_ops::PadKernelMaxDimensionCount()

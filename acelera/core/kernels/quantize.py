@@ -9,12 +9,15 @@ in_scale / out_scale (double), plus zp_out, clamped.
 
 DEQUANTIZE int8/uint8/int16/int4/float16 -> float32: per tensor in double precision
 (float(double(scale) * (q - zp))), per channel in float32 as the reference kernels do.
+FLOAT8_E4M3FN/E5M2 inputs (LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) are widened
+exactly, ignoring any per-tensor scale (DequantizeFloat8); per-channel FLOAT8 is refused.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from acelera.core.kernels.common import domain, lut_apply, scale_zp
+from acelera.core.kernels.float_formats import FLOAT8, f8_to_f32
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
@@ -113,7 +116,7 @@ def quantize(node: NodeContext):
     return run_requantize_lut
 
 
-@register("DEQUANTIZE", max_version=9, dtypes=("FLOAT16", "INT8", "UINT8", "INT16", "INT4"))
+@register("DEQUANTIZE", max_version=9, dtypes=("FLOAT16", "INT8", "UINT8", "INT16", "INT4", *FLOAT8))
 def dequantize(node: NodeContext):
     x, out = node.input(0), node.outputs[0]
     if x is None:
@@ -124,6 +127,14 @@ def dequantize(node: NodeContext):
         def run_fp16(x):
             return np.asarray(x, np.float32)
         return run_fp16
+    if x.type_name in FLOAT8:
+        if x.quantization.per_channel:
+            raise node.unsupported(f"per-channel {x.type_name} input is not supported")
+        name = x.type_name
+
+        def run_fp8(x):
+            return np.asarray(f8_to_f32(x, name))
+        return run_fp8
     if x.type_name not in ("INT8", "UINT8", "INT16", "INT4"):
         raise node.unsupported(f"input type {x.type_name} is not supported")
     q = x.quantization

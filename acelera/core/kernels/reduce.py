@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from acelera.core.kernels.common import scale_zp
+from acelera.core.kernels.float_formats import ALIASED_TYPES
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
 from acelera.core.quant import quantize_multiplier, wrap_int32
@@ -36,6 +37,9 @@ from acelera.core.quant import quantize_multiplier, wrap_int32
 EMULATE_REF_INT8_SUM = False
 
 _QUANT_TYPES = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
+# Input types of LiteRT's reduce.cc: MEAN's type switch; EvalGeneric (SUM, REDUCE_PROD/MAX/MIN) adds BOOL.
+_MEAN_TYPES = ("FLOAT32", "INT32", "INT64", "UINT8", "INT8", "INT16")
+_REDUCE_TYPES = _MEAN_TYPES + ("BOOL",)
 
 
 def _mbqm64(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
@@ -89,8 +93,10 @@ def _common(node: NodeContext) -> tuple[np.dtype, _Axes]:
     if axis.dtype != np.int32:
         raise node.unsupported(f"axis type {axis.type_name} is not supported (LiteRT requires INT32)")
     out = node.outputs[0]
-    if out.dtype != x.dtype:
+    if out.type != x.type:
         raise node.unsupported(f"output type {out.type_name} differs from input type {x.type_name}")
+    if x.type_name in ALIASED_TYPES:
+        raise node.unsupported(f"input type {x.type_name} is not supported")
     axes = _Axes(node)
     if axis.is_constant:  # validate the axes at prepare time
         axes.resolve(tuple(x.shape), axis.data)
@@ -152,7 +158,7 @@ def _quantized_mean_or_sum(node: NodeContext, compute_sum: bool):
     return run
 
 
-@register("MEAN", max_version=3)
+@register("MEAN", max_version=3, dtypes=_MEAN_TYPES)
 def mean(node: NodeContext):
     x = node.input(0)
     if x is not None and x.dtype in _QUANT_TYPES:
@@ -178,7 +184,7 @@ def mean(node: NodeContext):
     raise node.unsupported(f"input type {node.input(0).type_name} is not supported")
 
 
-@register("SUM", max_version=2)
+@register("SUM", max_version=2, dtypes=_REDUCE_TYPES)
 def reduce_sum(node: NodeContext):
     x = node.input(0)
     if x is not None and x.dtype in _QUANT_TYPES:
@@ -237,18 +243,18 @@ def _max_min(node: NodeContext, is_max: bool):
     return _generic(axes, lambda x, red: red_fn(x, axis=red, initial=init))
 
 
-@register("REDUCE_MAX", max_version=3)
+@register("REDUCE_MAX", max_version=3, dtypes=_REDUCE_TYPES)
 def reduce_max(node: NodeContext):
     return _max_min(node, True)
 
 
-@register("REDUCE_MIN", max_version=3)
+@register("REDUCE_MIN", max_version=3, dtypes=_REDUCE_TYPES)
 def reduce_min(node: NodeContext):
     return _max_min(node, False)
 
 
 # --- REDUCE_PROD --------------------------------------------------------------------------
-@register("REDUCE_PROD", max_version=2)
+@register("REDUCE_PROD", max_version=2, dtypes=_REDUCE_TYPES)
 def reduce_prod(node: NodeContext):
     dtype, axes = _common(node)
     x = node.input(0)

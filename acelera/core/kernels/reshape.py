@@ -3,8 +3,9 @@
 These ops only change the shape: each returns a view of its input (numpy `reshape`), never a
 copy unless the input is a non-contiguous view that cannot be reshaped in place. Semantics
 follow LiteRT's `reshape.cc` (shape tensor or `new_shape` option, one -1 inferred as in
-`reshape_utils.h`, including zero-sized tensors), `squeeze.cc` (STRING tensors from v2) and
-`expand_dims.cc`.
+`reshape_utils.h`, including zero-sized tensors), `squeeze.cc` and `expand_dims.cc`; none of
+them looks at the element type, so every type the loader knows is accepted (STRING, RESOURCE
+and VARIANT object arrays, INT4 held unpacked, BFLOAT16 and FLOAT8 bit patterns).
 """
 from __future__ import annotations
 
@@ -12,18 +13,19 @@ from typing import Iterable
 
 import numpy as np
 
+from acelera.core.dtypes import TYPE_NAMES
 from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
 
 # --- helpers shared by the shape and data-movement family (pad, slice, transpose, concat) ---
 
-# Every numeric type: pure reshapes work on any element type.
-ANY_TYPES = frozenset({"FLOAT32", "FLOAT16", "FLOAT64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
-                       "UINT32", "INT64", "UINT64", "BOOL", "COMPLEX64", "COMPLEX128"})
+# Every type: pure reshapes work on any element type.
+ANY_TYPES = frozenset(TYPE_NAMES.values())
 # Types LiteRT moves by element size (8/16/32/64 bits): TRANSPOSE, MIRROR_PAD, SLICE, STRIDED_SLICE.
-SIZED_TYPES = frozenset({"FLOAT32", "FLOAT16", "FLOAT64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
-                         "UINT32", "INT64", "UINT64", "BOOL"})
+SIZED_TYPES = frozenset({"FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT64", "INT8", "UINT8", "INT16", "UINT16",
+                         "INT32", "UINT32", "INT64", "UINT64", "BOOL", "COMPLEX64", "FLOAT8_E4M3FN",
+                         "FLOAT8_E5M2"})
 
 
 def legacy_qparams(t: Tensor) -> tuple[np.float32, int]:
@@ -55,8 +57,11 @@ def is_placeholder(v: np.ndarray) -> bool:
 
 
 def declared_zeros(node: NodeContext, k: int = 0) -> np.ndarray:
-    """A zero output of the shape the model declares (placeholder result for the shape pass)."""
+    """A zero output (empty strings for STRING) of the shape the model declares (placeholder
+    result for the shape pass)."""
     o = node.outputs[k]
+    if o.dtype == np.object_:
+        return np.full(o.shape, b"", dtype=object)
     return np.zeros(o.shape, o.dtype)
 
 
@@ -182,10 +187,10 @@ def squeeze_shape(in_shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int
     return tuple(s for i, s in enumerate(in_shape) if i not in drop)
 
 
-@register("SQUEEZE", max_version=2, dtypes=tuple(sorted(ANY_TYPES | {"STRING"})))
+@register("SQUEEZE", max_version=2, dtypes=tuple(sorted(ANY_TYPES)))
 def squeeze(node: NodeContext):
     x_t = node.inputs[0]
-    check_type(node, x_t, ANY_TYPES | {"STRING"})
+    check_type(node, x_t, ANY_TYPES)
     check_same_type(node, x_t, node.outputs[0])
     dims = tuple(int(d) for d in node.options.get("squeeze_dims", ()) or ())
     in_shape = x_t.shape

@@ -14,7 +14,9 @@ from acelera.core.kernels.array_util import check_arity, same_type_output
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
 
 _INT32, _INT64 = TYPE_CODES["INT32"], TYPE_CODES["INT64"]
-_REVERSE_TYPES = ("INT32", "FLOAT32", "UINT8", "INT8", "INT16", "INT64", "BOOL", "FLOAT16", "BFLOAT16")
+# FLOAT8 only in LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build (held as uint8 bit patterns).
+_REVERSE_TYPES = ("INT32", "FLOAT32", "UINT8", "INT8", "INT16", "INT64", "BOOL", "FLOAT16", "BFLOAT16",
+                  "FLOAT8_E4M3FN", "FLOAT8_E5M2")
 _REVERSE_SEQUENCE_TYPES = ("INT32", "FLOAT32", "UINT8", "INT16", "INT64")
 _MAX_RANK = 8
 

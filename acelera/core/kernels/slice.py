@@ -3,6 +3,8 @@
 Both compute, per axis, a start/stop/step exactly as LiteRT does (masks, negative indices,
 clamping, negative strides, the ellipsis and new-axis expansion of BuildStridedSliceParams,
 the v8 `offset` option where `end` is a size relative to `begin`) and return a numpy view.
+They take every 8/16/32/64-bit type and STRING (object arrays of bytes); SLICE also INT4
+(held unpacked, as LiteRT's SliceInt4 cuts the packed nibbles).
 """
 from __future__ import annotations
 
@@ -166,10 +168,14 @@ def _litert_count(extent: int, stride: int) -> int:
     return 0 if extent == 0 else (extent - 1) // stride + 1
 
 
-@register("STRIDED_SLICE", max_version=8, dtypes=tuple(sorted(SIZED_TYPES)))
+_STRIDED_SLICE_TYPES = SIZED_TYPES | {"STRING"}
+_SLICE_TYPES = SIZED_TYPES | {"STRING", "INT4"}
+
+
+@register("STRIDED_SLICE", max_version=8, dtypes=tuple(sorted(_STRIDED_SLICE_TYPES)))
 def strided_slice(node: NodeContext):
     x_t = node.inputs[0]
-    check_type(node, x_t, SIZED_TYPES)
+    check_type(node, x_t, _STRIDED_SLICE_TYPES)
     check_same_type(node, x_t, node.outputs[0])
     idx_t = node.inputs[1:4]
     for t, what in zip(idx_t, ("begin", "end", "strides")):
@@ -235,10 +241,10 @@ def slice_plan(in_shape: tuple[int, ...], begin, size) -> SlicePlan:
     return SlicePlan(tuple(in_shape), tuple(index), tuple(out))
 
 
-@register("SLICE", max_version=8, dtypes=tuple(sorted(SIZED_TYPES)))
+@register("SLICE", max_version=8, dtypes=tuple(sorted(_SLICE_TYPES)))
 def slice_(node: NodeContext):
     x_t, b_t, s_t = node.inputs[0], node.inputs[1], node.inputs[2]
-    check_type(node, x_t, SIZED_TYPES)
+    check_type(node, x_t, _SLICE_TYPES)
     check_same_type(node, x_t, node.outputs[0])
     check_type(node, b_t, ("INT32", "INT64"), "begin")
     check_type(node, s_t, ("INT32", "INT64"), "size")

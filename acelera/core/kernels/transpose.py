@@ -1,7 +1,8 @@
 """TRANSPOSE reference kernel (LiteRT `transpose.cc`): a permuted view of the input.
 
 The permutation is an int32 vector of length rank (negative entries count from the end);
-LiteRT moves elements by size (8/16/32/64 bits), so every such type is supported, up to rank 8.
+LiteRT moves elements by size (8/16/32/64 bits), so every such type is supported, up to rank 8,
+and INT4 (which LiteRT unpacks, transposes and packs again; acelera holds it unpacked).
 """
 from __future__ import annotations
 
@@ -28,11 +29,14 @@ def resolve_perm(perm, rank: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+_TYPES = SIZED_TYPES | {"INT4"}
+
+
 # Version 9 only adds float16, which a numpy view handles like any other type.
-@register("TRANSPOSE", max_version=9, dtypes=tuple(sorted(SIZED_TYPES)))
+@register("TRANSPOSE", max_version=9, dtypes=tuple(sorted(_TYPES)))
 def transpose(node: NodeContext):
     x_t, perm_t = node.inputs[0], node.inputs[1]
-    check_type(node, x_t, SIZED_TYPES)
+    check_type(node, x_t, _TYPES)
     check_same_type(node, x_t, node.outputs[0])
     check_type(node, perm_t, ("INT32",), "permutation")
     if len(x_t.shape) > MAX_RANK:

@@ -1,10 +1,12 @@
 """Elementwise unary math: EXP, LOG, SQRT, RSQRT, ABS, NEG, SQUARE, FLOOR, CEIL, SIN, COS.
 
 float32 is computed in float32 numpy; float16 SIN and COS (v2) are a table over every half
-value of the float32 libm result rounded to half, as elementwise.cc computes them. Quantized
-variants follow LiteRT (exp.cc, elementwise.cc, neg.cc) bit-exactly; as elementwise functions
-of one 8/16-bit integer they become one table lookup, the table built in prepare from LiteRT's
-own arithmetic:
+value of the float32 libm result rounded to half, as elementwise.cc computes them. float16 and
+bfloat16 FLOOR (floor.cc) and ROUND (round.cc's RoundToNearest, halves to even, in float32) are
+such tables too; their NEG (neg.cc, which negates bfloat16 through Eigen::half) flips the sign
+bit. Quantized variants follow LiteRT (exp.cc, elementwise.cc, neg.cc) bit-exactly; as
+elementwise functions of one 8/16-bit integer they become one table lookup, the table built in
+prepare from LiteRT's own arithmetic:
 
 * EXP int8/int16, LOG int8/int16, RSQRT int16: LUTPopulate tables (the int16 ones are
   LiteRT's 513-entry interpolated tables, expanded over all 65536 inputs).
@@ -27,6 +29,7 @@ from acelera.core.kernels.activations import (F32, INT32_MAX, clz32, cvt_f2i32, 
                                               libm, lut8, lut16, lut16_expand, ndarray_kernel,
                                               require_per_tensor, to_table, unary_io)
 from acelera.core.kernels.common import domain, lut_apply
+from acelera.core.kernels.float_formats import table16
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.kernels.softmax import rdbpot, rescale, srdhm
 from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
@@ -183,9 +186,34 @@ def abs_(node: NodeContext):
     return lambda a: lut_apply(a, table)
 
 
-@register("NEG", max_version=1, dtypes=("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
+def _half_io(node: NodeContext):
+    """(input, output) when the op's input is FLOAT16 or BFLOAT16, else None."""
+    x, y = node.inputs[0], node.outputs[0]
+    if x is None or x.type_name not in ("FLOAT16", "BFLOAT16"):
+        return None
+    if x.type != y.type:
+        raise node.unsupported(f"input type {x.type_name} and output type {y.type_name} differ")
+    return x, y
+
+
+@functools.cache
+def _half_unary_table(op: str, type_name: str) -> np.ndarray:
+    return table16({"FLOOR": np.floor, "ROUND": _round_to_nearest}[op], type_name)
+
+
+def _half_unary(node: NodeContext, op: str):
+    table = _half_unary_table(op, node.inputs[0].type_name)
+    return lambda a: lut_apply(a, table)
+
+
+@register("NEG", max_version=1, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "INT8", "INT16", "INT32", "INT64"))
 @ndarray_kernel
 def neg(node: NodeContext):
+    if _half_io(node) is not None:
+        def run_half(a):
+            bits = np.bitwise_xor(a.view(np.uint16), np.uint16(0x8000))
+            return np.asarray(bits).view(a.dtype)
+        return run_half
     unary_io(node, (np.float32, np.int8, np.int16, np.int32, np.int64))
     return np.negative
 
@@ -199,9 +227,11 @@ def square(node: NodeContext):
 
 # --- FLOOR / CEIL / SIN / COS ----------------------------------------------------------
 
-@register("FLOOR", max_version=1, dtypes=("FLOAT32",))
+@register("FLOOR", max_version=1, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16"))
 @ndarray_kernel
 def floor(node: NodeContext):
+    if _half_io(node) is not None:
+        return _half_unary(node, "FLOOR")
     unary_io(node, (np.float32,))
     return np.floor
 
@@ -239,10 +269,21 @@ def cos(node: NodeContext):
     return _trig(node, "cos", np.cos)
 
 
-@register("ROUND", max_version=1, dtypes=("FLOAT32",))
+def _round_to_nearest(v: np.ndarray) -> np.ndarray:
+    """reference_ops::RoundToNearest in float32: floor, plus one above a half or at an odd half
+    (so -0.3 gives +0.0)."""
+    f = np.floor(v)
+    d = v - f
+    odd = np.fmod(f, np.float32(2)) != 0
+    return np.where((d < np.float32(0.5)) | ((d == np.float32(0.5)) & ~odd), f, f + np.float32(1))
+
+
+@register("ROUND", max_version=1, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16"))
 @ndarray_kernel
 def round_(node: NodeContext):
-    """ROUND: float32, halves to even (TFLite's RoundToNearest)."""
+    """ROUND: float32, halves to even (TFLite's RoundToNearest); float16/bfloat16 by table."""
+    if _half_io(node) is not None:
+        return _half_unary(node, "ROUND")
     x, y = node.inputs[0], node.outputs[0]
     if x.dtype != np.float32 or y.dtype != np.float32:
         raise node.unsupported(f"input type {x.type_name} is not supported")
