@@ -50,6 +50,16 @@ LN_I, LN_F, LN_C, LN_O = 20, 21, 22, 23
 SIGMOID = 6  # kTfLiteActSigmoid: a fused activation only the LSTMs take
 
 
+def activation_and_clips(node: NodeContext) -> tuple[int, np.float32, np.float32]:
+    """The options every LSTM kernel variant reads: fused activation, cell and projection clips."""
+    opts = node.options
+    cell_clip = np.float32(opts.get("cell_clip", 0.0))
+    proj_clip = np.float32(opts.get("proj_clip", 0.0))
+    if not (cell_clip >= 0 and proj_clip >= 0):
+        raise node.unsupported("cell_clip and proj_clip must be >= 0")
+    return fused_activation(opts), cell_clip, proj_clip
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32, copy=False)
@@ -154,11 +164,7 @@ class _FullLstm:
             if t is not None and t.type_name != "FLOAT32":
                 raise node.unsupported(f"input {i} has type {t.type_name}, expected FLOAT32")
         opts = node.options
-        self.act = fused_activation(opts)
-        self.cell_clip = np.float32(opts.get("cell_clip", 0.0))
-        self.proj_clip = np.float32(opts.get("proj_clip", 0.0))
-        if not (self.cell_clip >= 0 and self.proj_clip >= 0):
-            raise node.unsupported("cell_clip and proj_clip must be >= 0")
+        self.act, self.cell_clip, self.proj_clip = activation_and_clips(node)
         self.use_ln = n_in == 24 and node.input(LN_F) is not None
 
         shape = tuple(inp.shape)
@@ -673,11 +679,7 @@ class _Spec:
                  *, sequence: bool, use_ln: bool, aux_size: int | None = None):
         self.layout, self.mode = layout, mode
         opts = node.options
-        self.act = fused_activation(opts)
-        self.cell_clip = np.float32(opts.get("cell_clip", 0.0))
-        self.proj_clip = np.float32(opts.get("proj_clip", 0.0))
-        if not (self.cell_clip >= 0 and self.proj_clip >= 0):
-            raise node.unsupported("cell_clip and proj_clip must be >= 0")
+        self.act, self.cell_clip, self.proj_clip = activation_and_clips(node)
         self.asymmetric = bool(opts.get("asymmetric_quantize_inputs", False))
         w_o = node.input(layout.w[3])
         r_o = node.input(layout.r[3])

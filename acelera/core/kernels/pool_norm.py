@@ -46,15 +46,21 @@ def _window_sum(x: np.ndarray, axis: int, filt: int, stride: int, out: int, befo
     return acc
 
 
-@register("L2_POOL_2D", max_version=1, dtypes=("FLOAT32",))
-def l2_pool_2d(node: NodeContext) -> Kernel:
+def _one_4d_input(node: NodeContext, op: str):
+    """(input, output) of a node with exactly one 4-D input and one output."""
     if len(node.inputs) != 1 or len(node.outputs) != 1:
-        raise ModelError("L2_POOL_2D takes 1 input and 1 output")
+        raise ModelError(f"{op} takes 1 input and 1 output")
     x_t, out_t = node.input(0), node.outputs[0]
     if x_t is None:
         raise ModelError("the input is required")
     if len(x_t.shape) != 4:
         raise ModelError(f"input must be 4-D, got shape {list(x_t.shape)}")
+    return x_t, out_t
+
+
+@register("L2_POOL_2D", max_version=1, dtypes=("FLOAT32",))
+def l2_pool_2d(node: NodeContext) -> Kernel:
+    x_t, out_t = _one_4d_input(node, "L2_POOL_2D")
     if x_t.type != out_t.type:
         raise node.unsupported(f"output type {out_t.type_name} differs from input type {x_t.type_name}")
     if x_t.type != _FLOAT32:
@@ -96,13 +102,7 @@ def l2_pool_2d(node: NodeContext) -> Kernel:
 
 @register("LOCAL_RESPONSE_NORMALIZATION", max_version=1, dtypes=("FLOAT32",))
 def local_response_normalization(node: NodeContext) -> Kernel:
-    if len(node.inputs) != 1 or len(node.outputs) != 1:
-        raise ModelError("LOCAL_RESPONSE_NORMALIZATION takes 1 input and 1 output")
-    x_t, out_t = node.input(0), node.outputs[0]
-    if x_t is None:
-        raise ModelError("the input is required")
-    if len(x_t.shape) != 4:
-        raise ModelError(f"input must be 4-D, got shape {list(x_t.shape)}")
+    x_t, out_t = _one_4d_input(node, "LOCAL_RESPONSE_NORMALIZATION")
     if out_t.type != _FLOAT32:
         raise node.unsupported(f"output type {out_t.type_name} is not supported (FLOAT32 only)")
     if x_t.type != out_t.type:
