@@ -71,3 +71,19 @@ def test_composite_runs_its_decomposition():
     got = assert_exact(b.build(), [np.array([1, 2, 3], np.float32), np.array([4, 5, 6], np.float32)],
                        reference="builtin")
     np.testing.assert_array_equal(got[0], [5, 12, 21])
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_pad_complex(dt):
+    """Padding only moves values: complex operands pad like the others (LiteRT's kernel copies
+    bytes by element size)."""
+    x = (np.arange(6) + 1j * np.arange(6)).astype(dt).reshape(2, 3)
+    m = single_op_model("STABLEHLO_PAD", [In((2, 3), dt), Const(np.array(2 - 1j, dt))], [Out((4, 4), dt)],
+                        edge_padding_low=(1, 0), edge_padding_high=(1, 1), interior_padding=(0, 0))
+    got = Interpreter(model_content=m)
+    got.allocate_tensors()
+    got.set_tensor(0, x)
+    got.invoke()
+    want = np.full((4, 4), 2 - 1j, dt)
+    want[1:3, 0:3] = x
+    np.testing.assert_array_equal(got.get_tensor(got.get_output_details()[0]["index"]), want)

@@ -63,7 +63,10 @@ def shift_left(node: NodeContext):
     return run
 
 
-@register("STABLEHLO_PAD", max_version=1, dtypes=_NUMERIC)
+_PAD_TYPES = _NUMERIC + ("BFLOAT16", "COMPLEX64", "COMPLEX128", "FLOAT8_E4M3FN", "FLOAT8_E5M2")  # only moved
+
+
+@register("STABLEHLO_PAD", max_version=1, dtypes=_PAD_TYPES)
 def stablehlo_pad(node: NodeContext):
     x_t, v_t = node.input(0), node.input(1)
     rank = len(x_t.shape)
