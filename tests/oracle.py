@@ -8,32 +8,46 @@ import numpy as np
 from acelera.core.interpreter import Interpreter, OpResolverType
 
 
-def run_litert(model: bytes, inputs: Sequence[np.ndarray], reference: bool | str = True) -> list[np.ndarray]:
+def run_litert(model: bytes, inputs: Sequence[np.ndarray], reference: bool | str = True,
+               convert=None) -> list[np.ndarray]:
     """Outputs of LiteRT with 1 thread: BUILTIN_REF kernels by default; `reference=False` is the
-    default resolver (with XNNPACK); `reference="builtin"` the optimized kernels without XNNPACK."""
+    default resolver (with XNNPACK); `reference="builtin"` the optimized kernels without XNNPACK.
+    `convert(x, dtype)` prepares an input for LiteRT's Python API (default: np.asarray)."""
     from ai_edge_litert.interpreter import Interpreter as LiteRT
     from ai_edge_litert.interpreter import OpResolverType
 
     kind = {True: OpResolverType.BUILTIN_REF, False: OpResolverType.AUTO,
             "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}[reference]
     it = LiteRT(model_content=model, experimental_op_resolver_type=kind, num_threads=1)
-    return _run(it, inputs)
+    return _run(it, inputs, convert, empty_from_details=True)
 
 
 def run_acelera(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     return _run(Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF), inputs)
 
 
-def _run(it, inputs) -> list[np.ndarray]:
+def _run(it, inputs, convert=None, empty_from_details: bool = False) -> list[np.ndarray]:
+    """Feed, invoke, read the outputs; with `empty_from_details` an empty output (which LiteRT's
+    get_tensor cannot read) is rebuilt from its details."""
+    convert = convert or (lambda x, dtype: np.asarray(x, dtype=dtype))
     details = it.get_input_details()
     for d, x in zip(details, inputs):
         if tuple(d["shape"]) != tuple(np.shape(x)):
             it.resize_tensor_input(d["index"], list(np.shape(x)))
     it.allocate_tensors()
     for d, x in zip(details, inputs):
-        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
+        it.set_tensor(d["index"], convert(x, d["dtype"]))
     it.invoke()
-    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+    outs = []
+    for d in it.get_output_details():
+        shape = tuple(int(v) for v in d["shape"])
+        try:
+            outs.append(np.asarray(it.get_tensor(d["index"])))
+        except ValueError:
+            if not (empty_from_details and 0 in shape):
+                raise
+            outs.append(np.zeros(shape, d["dtype"]))
+    return outs
 
 
 def assert_matches_litert(model: bytes, inputs: Sequence[np.ndarray], *, tol: float = 1e-4,

@@ -14,16 +14,14 @@ import importlib
 
 import numpy as np
 import pytest
-from helpers import rng_of
+from helpers import allocate_error, invoke_error, litert_fails, rng_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import run_acelera
+from oracle import run_acelera, run_litert
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.dtypes import TYPE_CODES
-from acelera.core.errors import AceleraError, UnsupportedOpError
-from acelera.core.executor import KernelError
-from acelera.core.interpreter import Interpreter
+from acelera.core.errors import UnsupportedOpError
 from acelera.core.kernels.registry import registered
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -32,32 +30,11 @@ I32, I64 = TYPE_CODES["INT32"], TYPE_CODES["INT64"]
 
 # --- harness -------------------------------------------------------------------------------
 
-def litert_run(model: bytes, inputs, reference: bool | str = True) -> list[np.ndarray]:
-    """LiteRT's outputs (1 thread); an empty output is rebuilt from its tensor details."""
-    from ai_edge_litert.interpreter import Interpreter as LiteRT
-    from ai_edge_litert.interpreter import OpResolverType
-
-    kind = {True: OpResolverType.BUILTIN_REF,
-            "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}[reference]
-    it = LiteRT(model_content=model, experimental_op_resolver_type=kind, num_threads=1)
-    details = it.get_input_details()
-    for d, x in zip(details, inputs):
-        if tuple(d["shape"]) != tuple(np.shape(x)):
-            it.resize_tensor_input(d["index"], list(np.shape(x)))
-    it.allocate_tensors()
-    for d, x in zip(details, inputs):
-        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
-    it.invoke()
-    outs = []
-    for d in it.get_output_details():
-        shape = tuple(int(v) for v in d["shape"])
-        outs.append(np.zeros(shape, d["dtype"]) if 0 in shape else it.get_tensor(d["index"]))
-    return outs
 
 
 def exact(model: bytes, inputs, reference: bool | str = True) -> list[np.ndarray]:
     """acelera's outputs equal LiteRT's in dtype, shape and every bit of value (NaN == NaN)."""
-    want = litert_run(model, inputs, reference)
+    want = run_litert(model, inputs, reference)
     got = run_acelera(model, inputs)
     assert len(got) == len(want)
     for k, (g, w) in enumerate(zip(got, want)):
@@ -73,37 +50,10 @@ def exact(model: bytes, inputs, reference: bool | str = True) -> list[np.ndarray
     return got
 
 
-def litert_fails(model: bytes, inputs, reference: bool | str = True) -> bool:
-    try:
-        litert_run(model, inputs, reference)
-    except (RuntimeError, ValueError):
-        return True
-    return False
 
 
-def allocate_error(model: bytes, kind: type = AceleraError) -> Exception:
-    """allocate_tensors() refuses the model with an AceleraError naming node 0."""
-    it = Interpreter(model_content=model)
-    with pytest.raises(kind) as e:
-        it.allocate_tensors()
-    assert "node 0" in str(e.value)
-    return e.value
 
 
-def invoke_error(model: bytes, inputs) -> Exception:
-    """The model allocates, and invoke() on `inputs` fails with a KernelError naming node 0."""
-    it = Interpreter(model_content=model)
-    details = it.get_input_details()
-    for d, x in zip(details, inputs):
-        if tuple(d["shape"]) != tuple(np.shape(x)):
-            it.resize_tensor_input(d["index"], list(np.shape(x)))
-    it.allocate_tensors()
-    for d, x in zip(details, inputs):
-        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
-    with pytest.raises(KernelError) as e:
-        it.invoke()
-    assert "node 0" in str(e.value)
-    return e.value
 
 
 def rand(shape, dtype, rng: np.random.Generator) -> np.ndarray:

@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.dtypes import TYPE_CODES, numpy_dtype
 from acelera.core.errors import AceleraError, UnsupportedOpError
-from acelera.core.executor import KernelError
 from acelera.core.interpreter import Interpreter
 from acelera.core.kernels.registry import registered
 from acelera.core.model import load_model
-from helpers import rng_of
-from oracle import run_acelera
+import helpers
+from helpers import allocate_error, invoke_error, rng_of
+from oracle import run_acelera, run_litert
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 F8 = ("FLOAT8_E4M3FN", "FLOAT8_E5M2")
@@ -60,25 +60,11 @@ def to_litert(x: np.ndarray, dtype) -> np.ndarray:
 
 
 def litert(model: bytes, inputs, reference: bool | str = True) -> list[np.ndarray]:
-    from ai_edge_litert.interpreter import Interpreter as LiteRT
-    from ai_edge_litert.interpreter import OpResolverType
+    return run_litert(model, inputs, reference, convert=lambda x, dtype: to_litert(np.asarray(x), dtype))
 
-    kind = {True: OpResolverType.BUILTIN_REF,
-            "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}[reference]
-    it = LiteRT(model_content=model, experimental_op_resolver_type=kind, num_threads=1)
-    details = it.get_input_details()
-    for d, x in zip(details, inputs):
-        if tuple(d["shape"]) != tuple(np.shape(x)):
-            it.resize_tensor_input(d["index"], list(np.shape(x)))
-    it.allocate_tensors()
-    for d, x in zip(details, inputs):
-        it.set_tensor(d["index"], to_litert(np.asarray(x), d["dtype"]))
-    it.invoke()
-    outs = []
-    for d in it.get_output_details():
-        shape = tuple(int(v) for v in d["shape"])
-        outs.append(np.zeros(shape, d["dtype"]) if 0 in shape else np.asarray(it.get_tensor(d["index"])))
-    return outs
+
+def litert_fails(model: bytes, inputs, reference: bool | str = True) -> bool:
+    return helpers.litert_fails(model, inputs, reference, run=litert)
 
 
 def output_types(model: bytes) -> list[np.dtype]:
@@ -119,31 +105,10 @@ def acelera_only(model: bytes, inputs, expected) -> None:
         assert_same_bits(g, np.asarray(w, dt), k)
 
 
-def litert_fails(model: bytes, inputs, reference: bool | str = True) -> bool:
-    try:
-        litert(model, inputs, reference)
-    except (RuntimeError, ValueError):
-        return True
-    return False
 
 
-def allocate_error(model: bytes, kind: type = AceleraError) -> Exception:
-    it = Interpreter(model_content=model)
-    with pytest.raises(kind) as e:
-        it.allocate_tensors()
-    assert "node 0" in str(e.value)
-    return e.value
 
 
-def invoke_error(model: bytes, inputs) -> Exception:
-    it = Interpreter(model_content=model)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), inputs):
-        it.set_tensor(d["index"], x)
-    with pytest.raises(KernelError) as e:
-        it.invoke()
-    assert "node 0" in str(e.value)
-    return e.value
 
 
 def rand(shape, type_name: str, rng: np.random.Generator) -> np.ndarray:
