@@ -134,4 +134,22 @@ def runtime_reshape_model() -> bytes:
     return b.build()
 
 
-ALL = [while_sum_model, if_model, variable_model, hashtable_model, where_gather_model, runtime_reshape_model]
+
+def case_model() -> bytes:
+    """STABLEHLO_CASE over three branches: x + 1, x * 3, -x."""
+    b = ModelBuilder()
+    i = b.add_input("i", (), np.int32)
+    x = b.add_input("x", (3,), np.float32)
+    y = b.add_tensor("y", (3,), np.float32)
+    branches = [b.add_subgraph(f"branch{k}") for k in range(3)]
+    b.add_operator("STABLEHLO_CASE", [i, x], [y], branch_subgraph_indices=[g.index for g in branches])
+    b.mark_outputs(y)
+    for g, (op, k) in zip(branches, [("ADD", 1.0), ("MUL", 3.0), ("SUB", 0.0)]):
+        gx = g.add_input("x", (3,), np.float32)
+        kk = g.add_constant("k", np.full(3, k, np.float32))
+        gy = g.add_tensor("y", (3,), np.float32)
+        g.add_operator(op, [kk, gx] if op == "SUB" else [gx, kk], [gy])
+        g.mark_outputs(gy)
+    return b.build()
+
+ALL = [while_sum_model, case_model, if_model, variable_model, hashtable_model, where_gather_model, runtime_reshape_model]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cf_models import (
+    case_model,
     hashtable_model,
     if_model,
     variable_model,
@@ -201,3 +202,14 @@ def test_delegated_partition_falls_back_when_shapes_change(delegate):
                                       (x * 2 + 2).reshape(shape))
     assert it.delegation.node_delegate == {}
     assert "input shapes changed at invoke" in it.delegation.failures[0][2]
+
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 7, -1])
+def test_stablehlo_case_matches_litert(index):
+    """Out-of-range indices select the last branch, as LiteRT's kernel does. BUILTIN_REF has no
+    STABLEHLO_CASE, so LiteRT's builtin kernels are the oracle."""
+    got = assert_exact(case_model(), [np.array(index, np.int32), np.array([1, 2, 3], np.float32)],
+                       reference="builtin")
+    want = {0: [2, 3, 4], 1: [3, 6, 9]}.get(index, [-1, -2, -3])
+    np.testing.assert_array_equal(got[0], want)

@@ -46,7 +46,7 @@ NOT_GENERATED: dict[str, str] = {
     "RFFT2D": "its COMPLEX64 output: the suite's comparison (tolerances.compare) has no complex rule",
     "SKIP_GRAM": "STRING input and output",
     "DENSIFY": "its input is a constant sparse tensor (the T model has no sparsity)",
-    "IF": "subgraphs", "WHILE": "subgraphs", "CALL_ONCE": "subgraphs", "STABLEHLO_COMPOSITE": "subgraphs",
+    "IF": "subgraphs", "WHILE": "subgraphs", "CALL_ONCE": "subgraphs", "STABLEHLO_COMPOSITE": "subgraphs", "STABLEHLO_CASE": "subgraphs",
     "VAR_HANDLE": "resource tensors", "READ_VARIABLE": "resource tensors", "ASSIGN_VARIABLE": "resource tensors",
     "HASHTABLE": "resource tensors", "HASHTABLE_FIND": "resource tensors", "HASHTABLE_IMPORT": "resource tensors",
     "HASHTABLE_SIZE": "resource tensors",

@@ -26,7 +26,7 @@ import flatbuffers
 import numpy as np
 
 from acelera.core import dtypes
-from acelera.core.model import encode_strings
+from acelera.core.model import CASE_OPTIONS, encode_strings
 from acelera.core.opcodes import BUILTIN_CODES
 
 # Builtin op -> options table of the schema (only ops that have one).
@@ -90,12 +90,12 @@ OPTIONS_TABLE: dict[str, str] = {
     "NON_MAX_SUPPRESSION_V4": "NonMaxSuppressionV4Options", "NON_MAX_SUPPRESSION_V5": "NonMaxSuppressionV5Options",
     "BITCAST": "BitcastOptions", "BITWISE_XOR": "BitwiseXorOptions", "RIGHT_SHIFT": "RightShiftOptions",
     "ATAN2": "ATan2Options", "BROADCAST_ARGS": None, "REDUCE_ALL": "ReducerOptions",
-    "DYNAMIC_UPDATE_SLICE": "DynamicUpdateSliceOptions", "SIN": None, "ZEROS_LIKE": "ZerosLikeOptions",
-    "RANK": "RankOptions", "ABS": "AbsOptions",
+    "DYNAMIC_UPDATE_SLICE": "DynamicUpdateSliceOptions", "SIN": None,
     "STABLEHLO_PAD": "StablehloPadOptions", "STABLEHLO_COMPOSITE": "StableHLOCompositeOptions",
     "STABLEHLO_GATHER": "StablehloGatherOptions", "STABLEHLO_SCATTER": "StablehloScatterOptions",
     "STABLEHLO_REDUCE_WINDOW": "StablehloReduceWindowOptions", "REDUCE_WINDOW": "ReduceWindowOptions",
     "STABLEHLO_RNG_BIT_GENERATOR": "StablehloRngBitGeneratorOptions", "DILATE": None,
+    "STABLEHLO_CASE": "StablehloCaseOptions",
 }
 OPTIONS_TABLE = {k: v for k, v in OPTIONS_TABLE.items() if v is not None}
 
@@ -418,7 +418,7 @@ class ModelBuilder:
         O.AddOutputs(b, outs)
         if inter is not None:
             O.AddIntermediates(b, inter)
-        if opts is not None and hasattr(_table_module("BuiltinOptions").BuiltinOptions, op.options_table):
+        if opts is not None and hasattr(_table_module("BuiltinOptions").BuiltinOptions, op.options_table or ""):
             O.AddBuiltinOptionsType(b, opts[0])
             O.AddBuiltinOptions(b, opts[1])
         elif opts is not None:
@@ -430,6 +430,11 @@ class ModelBuilder:
 
     def _options(self, b, op: _Op) -> tuple[int, int]:
         name = op.options_table
+        if name == "StablehloCaseOptions":  # newer than the schema bindings: one [int] field
+            vec = self._ints(b, lambda b_, n: b_.StartVector(4, n, 4), op.options.get("branch_subgraph_indices", ()))
+            b.StartObject(1)
+            b.PrependUOffsetTRelativeSlot(0, vec, 0)
+            return CASE_OPTIONS, b.EndObject()
         mod = _table_module(name)
         union = getattr(_table_module("BuiltinOptions"), "BuiltinOptions")
         if not hasattr(union, name):

@@ -24,6 +24,7 @@ from acelera.core.opcodes import BUILTIN_NAMES, CUSTOM
 
 MAX_TENSOR_BYTES = int(os.environ.get("ACELERA_MAX_TENSOR_BYTES", str(4 << 30)))
 _IDENT = b"TFL3"
+CASE_OPTIONS = 23  # BuiltinOptions2.StablehloCaseOptions in LiteRT's schema.fbs
 
 
 @dataclass(frozen=True)
@@ -399,6 +400,8 @@ class _Loader:
             if otype == 0:
                 return MappingProxyType({})
             names, table = _option_class_names("BuiltinOptions2"), op.BuiltinOptions2()
+            if otype == CASE_OPTIONS and table is not None and otype not in names:
+                return MappingProxyType({"branch_subgraph_indices": self._case_branches(table, label)})
         else:
             table = op.BuiltinOptions()
         cls_name = names.get(otype)
@@ -445,6 +448,18 @@ class _Loader:
         for i in range(n):
             if i not in state:
                 visit(i, [i])
+
+    def _case_branches(self, table, label: str) -> tuple[int, ...]:
+        """StablehloCaseOptions.branch_subgraph_indices ([int], field 0), read by hand: the
+        schema bindings on PyPI predate the table."""
+        o = table.Offset(4)
+        if not o:
+            return ()
+        n = self.count(table.VectorLen(o), 4, f"{label} branch_subgraph_indices")
+        start = table.Vector(o)
+        if start + 4 * n > len(self.buf):
+            raise self.fail(f"{label}: branch_subgraph_indices lie outside the file")
+        return tuple(int(v) for v in np.frombuffer(self.buf, "<i4", n, start))
 
     def _signatures(self, m, subgraphs) -> tuple[SignatureDef, ...]:
         sigs = []

@@ -4,8 +4,8 @@ STABLEHLO_RNG_BIT_GENERATOR against LiteRT's reference kernels (BUILTIN_REF regi
 A reduce_window body of STABLEHLO_AND loads only with LiteRT's builtin resolver (BUILTIN_REF has no
 STABLEHLO_AND kernel), and one of STABLEHLO_OR loads in neither (LiteRT registers no STABLEHLO_OR
 kernel at all, though its reduce_window kernel understands the body): those forms are compared
-with `reference="builtin"` and with numpy respectively. STABLEHLO_CASE cannot be loaded: the
-`tflite` schema bindings (2.18) lack the op, see test_stablehlo_case_is_not_loadable.
+with `reference="builtin"` and with numpy respectively. STABLEHLO_CASE is tested with the
+other control flow (tests/test_control_flow.py): the schema bindings lack it, acelera reads it by hand.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from acelera.core.errors import AceleraError, ModelError
+from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter
 from acelera.core.kernels.stablehlo_ops import philox4x32, threefry2x32
 from oracle import assert_exact, random_input, run_acelera, run_litert
@@ -509,24 +509,3 @@ def test_rng_bit_generator_bad_models_are_refused(algorithm, n_state, out_dt, ke
 
 
 # --- STABLEHLO_CASE ----------------------------------------------------------------------
-
-def test_stablehlo_case_is_not_loadable():
-    """LiteRT registers STABLEHLO_CASE (builtin code 209, StablehloCaseOptions), but the `tflite`
-    schema bindings acelera parses models with (2.18 on PyPI) know neither, so no kernel can be
-    registered for it and a model using it is refused at load."""
-    import importlib.util
-
-    from tflite.BuiltinOperator import BuiltinOperator
-
-    from acelera.core.opcodes import BUILTIN_CODES, BUILTIN_NAMES
-
-    assert not hasattr(BuiltinOperator, "STABLEHLO_CASE") and "STABLEHLO_CASE" not in BUILTIN_CODES
-    assert 209 not in BUILTIN_NAMES and importlib.util.find_spec("tflite.StablehloCaseOptions") is None
-    b = ModelBuilder()
-    x = b.add_input("x", (2,), np.float32)
-    y = b.add_tensor("y", (2,), np.float32)
-    b.add_operator("ABS", [x], [y])
-    b.ops[0].code = 209  # STABLEHLO_CASE in LiteRT's schema
-    b.mark_outputs(y)
-    with pytest.raises(ModelError, match="unknown builtin operator code 209"):
-        Interpreter(model_content=b.build())

@@ -114,3 +114,26 @@ def stablehlo_composite(node: NodeContext):
     _shape_check(node, rt, index, len(node.inputs), len(node.outputs), "decomposition")
     rt.callee(index, [t.shape for t in node.inputs])
     return lambda *args: tuple(rt.call(index, args))
+
+
+@register("STABLEHLO_CASE", max_version=1, dtypes=("INT32",))
+def stablehlo_case(node: NodeContext):
+    rt = _runtime(node)
+    branches = tuple(int(i) for i in node.options.get("branch_subgraph_indices", ()))
+    if not branches:
+        raise node.unsupported("needs at least one branch subgraph")
+    index_t = node.input(0)
+    if index_t is None or index_t.type_name != "INT32" or int(np.prod(index_t.shape, dtype=np.int64)) != 1:
+        raise node.unsupported("the branch index (input 0) must be a single INT32")
+    for b in branches:
+        rt.check_subgraph(b, "branch")
+        _shape_check(node, rt, b, len(node.inputs) - 1, len(node.outputs), "branch")
+        rt.callee(b, [t.shape for t in node.inputs[1:]])
+
+    def run(index, *args):
+        i = int(index.reshape(-1)[0])
+        if not 0 <= i < len(branches):  # out of range selects the last branch, as in LiteRT
+            i = len(branches) - 1
+        return tuple(rt.call(branches[i], args))
+
+    return run
