@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import rng_of
+from helpers import allocate_error, rng_of
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import assert_matches_litert, random_input, run_acelera, run_litert
@@ -26,14 +26,6 @@ def conv_opts(padding, strides, dilations, act="NONE") -> dict:
     return {"padding": padding, "stride_d": strides[0], "stride_h": strides[1], "stride_w": strides[2],
             "dilation_d_factor": dilations[0], "dilation_h_factor": dilations[1],
             "dilation_w_factor": dilations[2], "fused_activation_function": act}
-
-
-def allocate_error(model: bytes) -> AceleraError:
-    it = Interpreter(model_content=model)
-    with pytest.raises(AceleraError) as e:
-        it.allocate_tensors()
-    assert "node 0" in str(e.value)
-    return e.value
 
 
 def invoke_error(model: bytes, inputs) -> AceleraError:

@@ -9,15 +9,14 @@ import os
 
 import numpy as np
 import pytest
+from helpers import allocate_error, expect_unsupported, rng_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_exact, random_input, run_acelera, run_litert
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from acelera.core.errors import AceleraError
 from acelera.core.executor import KernelError
 from acelera.core.interpreter import Interpreter
-from helpers import expect_unsupported, rng_of
-from oracle import assert_exact, random_input, run_acelera, run_litert
 
 EXAMPLES = int(os.environ.get("KERNEL_EXAMPLES", "25"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
@@ -37,14 +36,6 @@ def litert_fails(model: bytes, inputs, reference=True) -> bool:
 def invoke_error(model: bytes, inputs) -> KernelError:
     with pytest.raises(KernelError) as e:
         run_acelera(model, inputs)
-    assert "node 0" in str(e.value)
-    return e.value
-
-
-def allocate_error(model: bytes) -> AceleraError:
-    it = Interpreter(model_content=model)
-    with pytest.raises(AceleraError) as e:
-        it.allocate_tensors()
     assert "node 0" in str(e.value)
     return e.value
 

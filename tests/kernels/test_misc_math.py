@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import rng_of
+from helpers import allocate_error, rng_of
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import (
@@ -30,14 +30,6 @@ INT_TYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32]
 
 def shapes(min_rank=1, max_rank=4, min_side=1, max_side=5):
     return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(tuple)
-
-
-def allocate_error(model: bytes) -> AceleraError:
-    it = Interpreter(model_content=model)
-    with pytest.raises(AceleraError) as e:
-        it.allocate_tensors()
-    assert "node 0" in str(e.value)
-    return e.value
 
 
 def invoke_error(model: bytes, inputs) -> AceleraError:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import allocate_error, expect_unsupported
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acelera.core.builder import ModelBuilder
-from acelera.core.errors import AceleraError, UnsupportedOpError
+from acelera.core.errors import UnsupportedOpError
 from acelera.core.interpreter import Interpreter
-from helpers import expect_unsupported
 
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -296,13 +296,6 @@ def test_svdf_integer_saturating_state():
 
 
 # --- refusals ----------------------------------------------------------------------------------
-
-def allocate_error(model: bytes) -> AceleraError:
-    it = Interpreter(model_content=model)
-    with pytest.raises(AceleraError) as e:
-        it.allocate_tensors()
-    assert "node 0" in str(e.value)
-    return e.value
 
 
 def litert_refuses(model: bytes) -> bool:
