@@ -17,77 +17,13 @@ from acelera.conformance import report, suite
 from acelera.conformance.tolerances import (Tolerance, ToleranceError, Tolerances, compare,
                                             resolve_precision)
 from acelera.core.builder import Const, In, Out, single_op_model
-from acelera.core.delegate import Delegate, OpSupport, OpTable, Support
+from acelera.core.delegate import OpSupport
 from acelera.core.model import load_model
-from acelera.core.subplan import ReferenceKernel, reference_factory
-from acelera.registrar import hookimpl
 from acelera.registrar.registry import Registry
-from acelera.registrar.spec import DelegateSpec
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "third_party_delegate" / "acelera_example.py"
-F32 = frozenset({"FLOAT32"})
-
-
-from test_registrar import EP  # noqa: E402  (a stand-in for importlib.metadata.EntryPoint)
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location("acelera_example", EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-# --- test delegates ------------------------------------------------------------------------
-class TestDelegate(Delegate):
-    """Runs partitions on the reference kernels, optionally perturbing one op or failing to prepare."""
-
-    __test__ = False
-    backend = "cpu"
-
-    def __init__(self, name, table, perturb=None, cannot=None, accept_all=False, jitter=False):
-        super().__init__()
-        self.name, self.op_table = name, table
-        self.perturb, self.cannot, self.accept_all, self.jitter = perturb, cannot, accept_all, jitter
-        self.rng = np.random.default_rng()
-
-    def is_node_supported(self, node):
-        return Support(True) if self.accept_all else super().is_node_supported(node)
-
-    def prepare(self, partition):
-        ops = {partition.contexts[n].op.name for n in partition.nodes}
-        if self.cannot in ops:
-            raise NotImplementedError(f"{self.cannot} is not implemented on this device")
-
-        def factory(ctx):
-            fn = reference_factory(ctx)
-            if ctx.op.name != self.perturb and not self.jitter:
-                return fn
-
-            def run(*args):
-                out = fn(*args)
-                if out.dtype.kind == "f":
-                    return out + np.asarray(self.rng.uniform(0, 1e-3) if self.jitter else 0.1, out.dtype)
-                return out
-            return run
-        return ReferenceKernel(partition, factory)
-
-
-def make_plugin(name, rows, *, probe=True, precision=None, model_types=("float32",), **kw):
-    table = OpTable.of(rows, name)
-    extra = {} if precision is None else {"precision": precision}
-    spec = DelegateSpec(name=name, summary=f"{name} test delegate", version="1.2.3", flags=(), enabled_by=(),
-                        op_table=table, model_types=frozenset(model_types), backend="cpu",
-                        probe=(lambda: Support(True)) if probe is True else (lambda: Support(False, probe)),
-                        factory=lambda options: TestDelegate(name, table, **kw), **extra)
-    mod = types.SimpleNamespace(register_delegates=hookimpl(lambda register: register(spec)), __name__=f"test_{name}")
-    return EP(name, mod, dist=f"acelera-{name}")
-
-
-BASIC = [OpSupport("ADD", 2, F32), OpSupport("MUL", 2, F32), OpSupport("RELU", 1, F32)]
+from plugin_helpers import BASIC, EP, EXAMPLE, F32, ROOT, TestDelegate, load_example, make_plugin  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -419,7 +355,7 @@ def _plugin_args():
 CONFTEST = f"""
 import importlib.util, sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
-from test_conformance import EP, make_plugin, load_example, BASIC
+from plugin_helpers import EP, make_plugin, load_example, BASIC
 from acelera.registrar.registry import Registry
 
 def pytest_acelera_registry(config):
@@ -441,3 +377,20 @@ def test_pytest_plugin_generates_one_test_per_case(pytester, no_models, example_
                                        str(no_models), "-k", "MUL")
     assert bad.ret == 1
     bad.stdout.fnmatch_lines(["*FAILED *acelera-conformance::test_conformance[[]perturbed:op/MUL/v1/FLOAT32/*"])
+
+
+@pytest.mark.parametrize("dist", ["load", "loadgroup"])
+def test_pytest_plugin_under_xdist_writes_one_merged_certificate(pytester, no_models, example_cert, dist):
+    """Two xdist workers share the cases; the controller writes one certificate with all of them."""
+    pytester.makeconftest(CONFTEST)
+    rep = pytester.path / "rep"
+    out = pytester.runpytest_subprocess(*_plugin_args(), "-n", "2", "--dist", dist, "--acelera-delegate", "example",
+                                        "--acelera-models", str(no_models), "--acelera-report", str(rep))
+    assert out.ret == 0, out.stdout.str()[-2000:]
+    out.stdout.fnmatch_lines(["*acelera conformance*", "example: PASS*"])
+    cert = json.loads((rep / "example" / "certificate.json").read_text())
+    assert cert["verdict"] == "PASS"
+    assert [c["id"] for c in cert["cases"]] == [c.id for c in example_cert.cases]
+    assert cert["counts"]["pass"] == example_cert.counts["pass"]
+    workers = {c["details"]["worker"].split("/")[-1] for c in cert["cases"]}
+    assert len(workers) == (2 if dist == "load" else 1)  # loadgroup keeps a delegate on one worker

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import run_litert
-from test_conformance import make_plugin
+from plugin_helpers import make_plugin
 
 from acelera.conformance import cases as C
 from acelera.conformance import suite

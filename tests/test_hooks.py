@@ -7,7 +7,7 @@ import pytest
 from acelera.cli.app import main
 from acelera.registrar import hookimpl, hookspecs
 from acelera.registrar.registry import Registry
-from test_registrar import EP, plugin
+from plugin_helpers import EP, plugin
 
 HOOKS = [n for n in dir(hookspecs) if n.startswith("register_")]
 ROOT = Path(__file__).resolve().parents[1]

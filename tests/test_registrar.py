@@ -4,58 +4,15 @@ import types
 import pytest
 
 from acelera import AceleraError
-from acelera.core.delegate import Delegate, OpSupport, OpTable, Support
-from acelera.core.subplan import ReferenceKernel
 from acelera.registrar import hookimpl
 from acelera.registrar.config import ConfigError, apply_config
 from acelera.registrar.flags import Flag, FlagError, FlagSet
 from acelera.registrar.registry import Registry, RegistryError, get_registry
-from acelera.registrar.spec import DelegateSpec
 
 FIRST_PARTY = {"xnnpack-cpu", "gpu-opencl", "gpu-gl", "nnapi", "hexagon", "coreml"}
 
 
-class EP:
-    """A stand-in for importlib.metadata.EntryPoint."""
-
-    def __init__(self, name, obj, dist="fake-dist"):
-        self.name = name
-        self._obj = obj
-        self.dist = types.SimpleNamespace(name=dist, version="9.9")
-
-    def load(self):
-        if isinstance(self._obj, Exception):
-            raise self._obj
-        return self._obj
-
-
-class Echo(Delegate):
-    def prepare(self, partition):
-        return ReferenceKernel(partition)
-
-
-def plugin(name, flags=(), ops=("ADD",), available=True, enabled_by=None, **spec_kw):
-    flag = f"use_{name.replace('-', '_')}"
-    all_flags = (Flag(flag, bool, False, f"enable {name}", name, name), *flags)
-
-    def factory(options):
-        d = Echo()
-        d.name = name
-        d.op_table = OpTable.of([OpSupport(o, 3) for o in ops], name)
-        d.options = dict(options)
-        return d
-
-    spec = DelegateSpec(name, f"{name} test delegate", "1.0", all_flags, enabled_by or (flag,),
-                        OpTable.of([OpSupport(o, 3) for o in ops], name), frozenset({"float32"}), "cpu",
-                        (lambda: Support(True)) if available else (lambda: Support(False, "no device")), factory,
-                        **spec_kw)
-    mod = types.SimpleNamespace(__name__=f"plug_{name}")
-
-    @hookimpl
-    def register_delegates(register):
-        register(spec)
-    mod.register_delegates = register_delegates
-    return mod
+from plugin_helpers import EP, Echo, plugin  # noqa: E402,F401
 
 
 def test_first_party_plugins_are_registered_through_entry_points():

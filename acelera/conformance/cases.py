@@ -1180,8 +1180,12 @@ def classify_model(model: Any) -> str:
     activations) or full-integer (quantized activations), from the main subgraph's tensors."""
     sg = model.main
     quant_types = ("INT8", "UINT8", "INT16", "INT4")
+    # rows looked up in a quantized constant table are weights too (a dynamic-range Embedding)
+    looked_up = {op.outputs[0] for op in sg.operators
+                 if op.op in ("GATHER", "EMBEDDING_LOOKUP") and op.outputs
+                 and sg.tensors[op.inputs[0 if op.op == "GATHER" else 1]].is_constant}
     for t in sg.tensors:
-        if not t.is_constant and t.type_name in quant_types and t.quantization.is_set:
+        if not t.is_constant and t.index not in looked_up and t.type_name in quant_types and t.quantization.is_set:
             return "full-integer"
     has_int_weights = any(t.is_constant and t.type_name in ("INT8", "UINT8", "INT4") and t.quantization.is_set
                           for t in sg.tensors)

@@ -20,6 +20,10 @@ Deliberate differences from TFLite, all supersets or documented fixes:
 - Errors are computed in float64 (TFLite: float32); outputs of any numeric type are compared
   (LiteRT: f32/i8/u8/i32/bool); an output with no elements has error 0 (TFLite: NaN).
 - `num_runs` < 1 is refused (TFLite prints NaN latencies).
+- Integer inputs that index a table (GATHER, EMBEDDING_LOOKUP, GATHER_ND, directly or through
+  shape-only ops) are drawn from the indexed dimension's range [0, n) instead of the whole int32
+  range, which fails such models in LiteRT too; the summary says which inputs and why
+  (input_bounds.py).
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ import numpy as np
 from acelera.core.delegate import Delegate
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter, OpResolverType
+from acelera.conformance.input_bounds import index_bounds
 from acelera.core.partition import DelegationReport
 
 __all__ = [
@@ -198,6 +203,8 @@ class DiffResult:
     num_threads: int = 1
     invocations_per_run: int = INVOCATIONS_PER_RUN
     seed: int = DEFAULT_SEED
+    #: one line per input drawn from a narrower range than TFLite's (an index input)
+    input_notes: list[str] = field(default_factory=list)
 
 
 # --- random inputs ---------------------------------------------------------------------------
@@ -220,10 +227,13 @@ def input_range(dtype: Any) -> tuple[float, float]:
     return INPUT_RANGES[dt]
 
 
-def random_input(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
-    """One input tensor: `min + (max - min) * u`, truncated toward zero for integer types."""
+def random_input(rng: np.random.Generator, shape: Sequence[int], dtype: Any,
+                 bounds: tuple[float, float] | None = None) -> np.ndarray:
+    """One input tensor: `min + (max - min) * u`, truncated toward zero for integer types.
+
+    `bounds` replaces TFLite's [min, max] for the type (an index input's [0, n))."""
     dt = np.dtype(dtype)
-    lo, hi = input_range(dt)
+    lo, hi = input_range(dt) if bounds is None else bounds
     n = int(np.prod(shape, dtype=np.int64))
     u = truncated_gaussian(rng, n)
     if dt == np.bool_:  # [0, 1) cast to uint8 is always 0
@@ -238,9 +248,22 @@ def random_input(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> 
     return np.clip(v, lo, top).astype(dt).reshape(shape)
 
 
-def random_inputs(rng: np.random.Generator, details: Sequence[Mapping[str, Any]]) -> list[np.ndarray]:
-    """Fresh inputs for every tensor in `details` (get_input_details order)."""
-    return [random_input(rng, tuple(int(d) for d in det["shape"]), det["dtype"]) for det in details]
+def random_inputs(rng: np.random.Generator, details: Sequence[Mapping[str, Any]],
+                  bounds: Mapping[int, tuple[int, int, str]] | None = None) -> list[np.ndarray]:
+    """Fresh inputs for every tensor in `details` (get_input_details order); `bounds`: input
+    position -> (low, high exclusive, why), as input_bounds.index_bounds gives."""
+    bounds = bounds or {}
+    return [random_input(rng, tuple(int(d) for d in det["shape"]), det["dtype"],
+                         bounds[k][:2] if k in bounds else None) for k, det in enumerate(details)]
+
+
+def bounded_inputs(it: Interpreter) -> tuple[dict[int, tuple[int, int, str]], list[str]]:
+    """The index inputs of `it`'s model and one note line per input."""
+    bounds = index_bounds(it.model)
+    details = it.get_input_details()
+    notes = [f"Input {k} ('{details[k]['name']}'): drawn from [{lo}, {hi}) because {why}"
+             for k, (lo, hi, why) in sorted(bounds.items())]
+    return bounds, notes
 
 
 # --- the engine ----------------------------------------------------------------------------
@@ -298,12 +321,13 @@ def diff(model: Any, test_delegates: Sequence[Delegate] = (), *, num_runs: int =
                                      f"('{det['name']}') is {dt}")
     ref_in = [d["index"] for d in ref.get_input_details()]
     rng = np.random.default_rng(seed)
+    bounds, notes = bounded_inputs(test)
     test_lat, ref_lat = RunningStat(), RunningStat()
     errors = [RunningStat() for _ in out_details]
     max_err = [0.0] * len(out_details)
     max_ref = [0.0] * len(out_details)
     for _ in range(num_runs):
-        inputs = random_inputs(rng, in_details)
+        inputs = random_inputs(rng, in_details, bounds)
         for det, v in zip(in_details, inputs):
             test.set_tensor(det["index"], v)
         _invoke_timed(test, test_lat, invocations_per_run)
@@ -336,6 +360,7 @@ def diff(model: Any, test_delegates: Sequence[Delegate] = (), *, num_runs: int =
         num_threads=num_threads,
         invocations_per_run=invocations_per_run,
         seed=seed,
+        input_notes=notes,
     )
 
 
@@ -399,7 +424,7 @@ def format_lines(result: DiffResult) -> list[str]:
     ]
     for o in result.output_errors:
         lines.append(f"OutputDiff[{o.index}]: avg_error={cpp_float(o.avg_value)}, std_dev={cpp_float(o.std_deviation)}")
-    return lines + delegation_lines(result)
+    return lines + result.input_notes + delegation_lines(result)
 
 
 def to_json(result: DiffResult) -> dict[str, Any]:
@@ -438,7 +463,7 @@ def to_json(result: DiffResult) -> dict[str, Any]:
             "failures": [{"delegate": name, "nodes": list(nodes), "reason": msg} for name, nodes, msg in rep.failures],
         },
         "config": {"num_threads": result.num_threads, "invocations_per_run": result.invocations_per_run,
-                   "seed": result.seed},
+                   "seed": result.seed, "input_notes": result.input_notes},
     }
 
 

@@ -16,6 +16,22 @@ Which registry: the installed plugins (`acelera.registrar.registry.get_registry(
 a conftest.py implements the `pytest_acelera_registry(config)` hook and returns another
 Registry (a plugin's own test suite can register its module without installing it).
 
+Spreading a certification over workers and hosts (pytest-xdist): every case is an
+independent item, so `-n N` runs a delegate's cases on N local workers; each worker sends its
+case results to the controller, which writes one merged certificate per delegate (the
+terminal summary and `--acelera-report` are the controller's). Items carry
+`xdist_group(<delegate>)`, so `--dist loadgroup` keeps each delegate on one worker (one
+device per delegate), while the default `--dist load` splits a delegate's cases over all
+workers. Remote hosts join with xdist's `--tx`, e.g.
+
+    pytest --acelera-delegate gpu-opencl --acelera-report certs \
+        --tx ssh=lab-a//python=/opt/acelera/.venv/bin/python --tx ssh=lab-b//python=... \
+        --dist load
+
+with acelera installed on each host (same version: the controller refuses results from a
+worker whose acelera version differs) and the models at the same path (or
+`--acelera-models` pointing at a shared directory).
+
 The plugin is registered through the `pytest11` entry point; nothing is imported from
 acelera until `--acelera-delegate` is given.
 """
@@ -67,11 +83,16 @@ class CaseItem(pytest.Item):
         self.run_ = run
         self.case = case
         self.add_marker(pytest.mark.acelera_conformance)
+        self.add_marker(pytest.mark.xdist_group(run.name))
 
     def runtest(self) -> None:
         if self.case is None:
             _skip(f"{self.run_.name} is unavailable: {self.run_.availability.reason}")
         result = self.run_.run_case(self.case)
+        if _is_worker(self.config):  # which host and worker ran it, for a certificate merged over many
+            import platform
+
+            result.details["worker"] = f"{platform.node()}/{self.config.workerinput.get('workerid', '?')}"
         self.config.stash.setdefault(_RESULTS, {}).setdefault(self.run_.name, []).append(result)
         self.user_properties.append(("status", result.status))
         if result.status == "fail":
@@ -125,27 +146,82 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 def _item(session, name: str, case_id: str, run, case) -> CaseItem:
     test = f"test_conformance[{name}:{case_id}]"
-    return CaseItem.from_parent(session, name=test, nodeid=f"acelera-conformance::{test}", run=run, case=case)
+    nodeid = f"acelera-conformance::{test}"
+    if getattr(session.config.option, "loadgroup", False):
+        nodeid += f"@{name}"  # xdist's loadgroup suffix: its own hook has run before these items exist
+    return CaseItem.from_parent(session, name=test, nodeid=nodeid, run=run, case=case)
+
+
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _controller_runs(config) -> dict:
+    """The controller of an xdist run collects nothing: it builds the runs to certify from."""
+    runs = config.stash.get(_RUNS, None)
+    if runs is None and config.getoption("acelera_delegate"):
+        from acelera.conformance.suite import Certification
+        from acelera.registrar.registry import get_registry
+
+        registry = config.hook.pytest_acelera_registry(config=config) or get_registry()
+        runs = config.stash[_RUNS] = {
+            name: Certification(registry, name, models_dir=config.getoption("acelera_models"),
+                                seed=config.getoption("acelera_seed"), shard=config.getoption("acelera_shard"),
+                                tolerances=config.getoption("acelera_tolerances"))
+            for name in dict.fromkeys(config.getoption("acelera_delegate"))}
+    return runs or {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist controller: take the case results a worker sends back."""
+    sent = getattr(node, "workeroutput", {}).get("acelera_results")
+    if not sent:
+        return
+    import acelera
+    from acelera.conformance.suite import CaseResult
+
+    if sent.get("version") != acelera.__version__:
+        raise pytest.UsageError(f"acelera conformance: worker {getattr(node, 'gateway', node)} runs acelera "
+                                f"{sent.get('version')}, the controller {acelera.__version__}")
+    results = node.config.stash.setdefault(_RESULTS, {})
+    for name, rows in sent["results"].items():
+        results.setdefault(name, []).extend(CaseResult.from_dict(r) for r in rows)
+
+
+def _ordered(run, rows: list) -> list:
+    order = {c.id: k for k, c in enumerate(run.cases)}
+    return sorted(rows, key=lambda r: order.get(r.id, len(order)))
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
     config = session.config
+    results = config.stash.get(_RESULTS, {})
+    if _is_worker(config):
+        if results:
+            import acelera
+
+            config.workeroutput["acelera_results"] = {
+                "version": acelera.__version__,
+                "results": {name: [r.to_dict() for r in rows] for name, rows in results.items()}}
+        return
     out = config.getoption("acelera_report", None)
-    runs = config.stash.get(_RUNS, {})
+    runs = _controller_runs(config) if out else {}
     if not out or not runs:
         return
     from pathlib import Path
 
     from acelera.conformance import report
 
-    results = config.stash.get(_RESULTS, {})
     for name, run in runs.items():
-        cert = run.certificate(results.get(name, []))
+        cert = run.certificate(_ordered(run, results.get(name, [])))
         report.write_all(cert, Path(out) / name)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    runs = config.stash.get(_RUNS, {})
+    if _is_worker(config):
+        return
+    runs = _controller_runs(config)
     if not runs:
         return
     results = config.stash.get(_RESULTS, {})
@@ -153,6 +229,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 
     terminalreporter.section("acelera conformance")
     for name, run in runs.items():
-        cert = run.certificate(results.get(name, []))
+        cert = run.certificate(_ordered(run, results.get(name, [])))
         for line in report.summary_lines(cert):
             terminalreporter.write_line(line)

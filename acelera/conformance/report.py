@@ -189,8 +189,11 @@ def markdown(cert: "Certificate") -> str:
     for kind, title in (("model", "Models"), ("behaviour", "Behaviour")):
         rows = [c for c in cert.cases if c.kind == kind]
         if rows:
-            out += [f"## {title}", "", "| case | status | latency (us) | reference (us) | notes |",
-                    "|---|---|---:|---:|---|"]
+            out += [f"## {title}", ""]
+            if kind == "model":
+                out += [f"Latency: {latency_method(cert)}. Float outputs of float models are judged against "
+                        f"the float64 answer, with the model's floor beside each error.", ""]
+            out += ["| case | status | latency (us) | reference (us) | notes |", "|---|---|---:|---:|---|"]
             for c in rows:
                 note = "; ".join(c.errors) if c.errors else _notes(c)
                 out.append(f"| {c.id} | {c.status} | {_fmt(c.latency_us)} | {_fmt(c.reference_latency_us)} | "
@@ -206,8 +209,27 @@ def markdown(cert: "Certificate") -> str:
 def _notes(c: "CaseResult") -> str:
     d = c.details or {}
     if c.kind == "model" and "nodes" in d:
-        return f"{d.get('model_type', '')}; {d.get('delegated_nodes')}/{d.get('nodes')} nodes delegated"
+        bits = [f"{d.get('model_type', '')}; {d.get('delegated_nodes')}/{d.get('nodes')} nodes delegated"]
+        for o in d.get("outputs", []):
+            if "floor" in o:
+                bits.append(f"'{o.get('name')}': error {o['max_abs_error']:.3g} vs float64, "
+                            f"floor {o['floor']:.3g}, allowed {o['allowed']:.3g}")
+        fl = d.get("floor")
+        if fl:
+            bits.append(f"float64 answer: {fl['float64_nodes']}/{fl['nodes']} nodes in float64, "
+                        f"floor of the {fl['floor_of']}")
+        lat = (d.get("latency") or {}).get("delegate")
+        if lat:
+            bits.append(f"latency spread {lat['min_us']:.1f}-{lat['max_us']:.1f} us")
+        return "; ".join(bits)
     return str(d.get("graph", ""))
+
+
+def latency_method(cert: "Certificate") -> str:
+    lat = (cert.tolerances or {}).get("latency") if isinstance(cert.tolerances, dict) else None
+    if not lat:
+        return "one invoke per measurement"
+    return f"median of {lat['runs']} invokes after {lat['warmup']} warm-up invokes, 1 thread"
 
 
 def _fmt(x: Any) -> str:

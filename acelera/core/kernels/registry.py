@@ -44,6 +44,32 @@ def in_shape_pass() -> bool:
     return _SHAPE_PASS.get()
 
 
+_WIDENING = contextvars.ContextVar("acelera_widening", default=False)
+
+
+@contextmanager
+def widening() -> Iterator[None]:
+    """Marks kernel preparation for the float64 evaluation of a float graph (certification's
+    numerical floor, conformance/float64.py): float kernels that can compute in float64 accept
+    FLOAT64 wherever they accept FLOAT32 and compute in it; outside, FLOAT64 stays refused
+    where LiteRT refuses it."""
+    token = _WIDENING.set(True)
+    try:
+        yield
+    finally:
+        _WIDENING.reset(token)
+
+
+def float_type_names() -> tuple[str, ...]:
+    """The float type names a float32 kernel takes now: FLOAT32, plus FLOAT64 when widening."""
+    return ("FLOAT32", "FLOAT64") if _WIDENING.get() else ("FLOAT32",)
+
+
+def is_float32(t) -> bool:
+    """True for a FLOAT32 tensor, or a FLOAT64 one while widening (a float kernel's float path)."""
+    return t.type_name == "FLOAT32" or (t.type_name == "FLOAT64" and _WIDENING.get())
+
+
 def check_divisor(y: np.ndarray, zero=0, what: str = "division by zero") -> None:
     """LiteRT's runtime divisor check (DIV, FLOOR_DIV, FLOOR_MOD): fail the invoke on a divisor
     equal to `zero` (the zero point of a quantized divisor), except in the shape pass."""
