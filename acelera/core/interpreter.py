@@ -45,6 +45,7 @@ from acelera.core.model import (
 )
 from acelera.core.opcodes import CUSTOM
 from acelera.core.runtime import ModelRuntime
+from acelera.core.thread_guard import ThreadGuard
 
 __all__ = [
     "Interpreter",
@@ -385,6 +386,7 @@ class Interpreter:
         self._signature_defs = self.get_signature_list()
         self._metrics = TFLiteMetrics()
         self._metrics.increase_counter_interpreter_creation()
+        self._guard = ThreadGuard()
 
     # --- custom ops, delegates and threads -----------------------------------------------
     def _register_custom_ops(self, registerers: Iterable[Any]):
@@ -487,14 +489,17 @@ class Interpreter:
 
     # --- LiteRT API ----------------------------------------------------------------------
     def allocate_tensors(self) -> None:
-        self._ensure_safe()
-        self._rt.allocate()
+        with self._guard.call("allocate_tensors"):
+            self._ensure_safe()
+            self._rt.allocate()
 
     def invoke(self) -> None:
         """Run the primary subgraph (RuntimeError before allocate_tensors, or while a view
-        from tensor() is held)."""
-        self._ensure_safe()
-        self._rt.invoke()
+        from tensor() is held; ConcurrentUseError when another thread is using this
+        interpreter: thread_guard.py)."""
+        with self._guard.call("invoke", invokes=True):
+            self._ensure_safe()
+            self._rt.invoke()
 
     def reset_all_variables(self) -> None:
         """Reset every variable (state) tensor to its initial value, and forget resource
@@ -553,12 +558,14 @@ class Interpreter:
     def set_tensor(self, tensor_index: int, value: Any) -> None:
         """Copy `value` into a tensor of the primary subgraph (ValueError on a type or shape
         mismatch, or before allocate_tensors). STRING tensors take numpy arrays of str/bytes."""
-        self._rt.set(tensor_index, value)
+        with self._guard.call("set_tensor", opens=True):
+            self._rt.set(tensor_index, value)
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> Any:
         """A copy of a tensor's value (a numpy scalar for a 0-d tensor, bytes objects for
         STRING tensors, the compressed buffer of a sparse constant)."""
-        return self._runtime(subgraph_index).get(tensor_index)
+        with self._guard.call("get_tensor", reads=True):
+            return self._runtime(subgraph_index).get(tensor_index)
 
     def tensor(self, tensor_index: int) -> Callable[[], np.ndarray]:
         """A function returning a numpy view of the tensor's current buffer (no copy). While
@@ -576,8 +583,9 @@ class Interpreter:
     def resize_tensor_input(self, input_index: int, tensor_size: Sequence[int], strict: bool = False) -> None:
         """Resize a graph input; with `strict`, only dimensions that are -1 in its
         shape_signature may change (RuntimeError otherwise). Call allocate_tensors() after."""
-        self._ensure_safe()
-        self._rt.resize(input_index, tensor_size, strict)
+        with self._guard.call("resize_tensor_input", opens=True):
+            self._ensure_safe()
+            self._rt.resize(input_index, tensor_size, strict)
 
     def get_signature_list(self) -> dict[str, dict[str, list[str]]]:
         return {s.key: {"inputs": list(s.inputs), "outputs": list(s.outputs)} for s in self.model.signature_defs}
