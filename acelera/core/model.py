@@ -147,6 +147,11 @@ class Model:
         return self.subgraphs[0]
 
 
+#: [min, max] of zero points per quantized storage type
+QUANTIZED_RANGES = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767), "INT4": (-8, 7),
+                    "UINT4": (0, 15), "INT2": (-2, 1)}
+
+
 def load_model(source: str | os.PathLike | bytes | bytearray | memoryview, name: str | None = None) -> Model:
     """Parse and validate a .tflite model from a path or from bytes."""
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -261,8 +266,26 @@ class _Loader:
             for t in idx:
                 if not 0 <= t < n_t:
                     raise self.fail(f"{where}: graph {kind} tensor index {t} out of range (0..{n_t - 1})")
+        self._check_graph_io(tensors, ops, inputs, outputs, where)
         order = self._execution_order(tensors, ops, inputs, where)
         return Subgraph(si, self.text(sg.Name()), tensors, ops, inputs, outputs, order)
+
+    def _check_graph_io(self, tensors, ops, inputs, outputs, where: str) -> None:
+        """Every graph output is written (by a node, or is an input, a constant or a variable);
+        no node writes a graph input (LiteRT would run the node on its own input buffer)."""
+        ins = set(inputs)
+        written: set[int] = set()
+        for op in ops:
+            for t in op.outputs:
+                if t in ins:
+                    raise self.fail(f"{where} node {op.index} ({op.op}): writes graph input tensor {t} "
+                                    f"('{tensors[t].name}')")
+                written.add(t)
+        for t in outputs:
+            tt = tensors[t]
+            if t not in written and t not in ins and not tt.is_constant and not tt.is_variable:
+                raise self.fail(f"{where}: graph output tensor {t} ('{tt.name}') is never written "
+                                f"(no node produces it and it is not an input or a constant)")
 
     def _tensor(self, t, i: int, buffers: list, where: str) -> Tensor:
         label = f"{where} tensor {i}"
@@ -284,6 +307,8 @@ class _Loader:
         if not 0 <= b < max(1, len(buffers)):
             raise self.fail(f"{label}: buffer index {b} out of range (0..{len(buffers) - 1})")
         quant = self._quantization(t.Quantization(), label, shape)
+        if quant.is_set and quant.scale.size:
+            self._check_quantized_range(quant, ttype, label)
         sparsity = self._sparsity(t.Sparsity(), label) if t.Sparsity() is not None else None
         raw = buffers[b] if b < len(buffers) else memoryview(b"")
         data = None
@@ -348,6 +373,25 @@ class _Loader:
         if not np.all(np.isfinite(scale)):
             raise self.fail(f"{label}: non-finite quantization scale")
         return Quantization(scale, zp, qd, mn, mx)
+
+    def _check_quantized_range(self, q: Quantization, ttype: int, label: str) -> None:
+        """LiteRT's kernels refuse these at prepare: a scale that is zero, negative or denormal
+        (its reciprocal overflows the fixed-point multiplier), a zero point outside the type."""
+        name = dtypes.TYPE_NAMES[ttype]
+        if name not in QUANTIZED_RANGES:
+            return
+        s = q.scale
+        bad = np.flatnonzero(~(s >= np.finfo(np.float32).tiny))
+        if bad.size:
+            k = int(bad[0])
+            what = "not positive" if not s[k] > 0 else "denormal"
+            where = f" (channel {k})" if s.size > 1 else ""
+            raise self.fail(f"{label}: quantization scale {float(s[k])!r}{where} is {what}")
+        lo, hi = QUANTIZED_RANGES[name]
+        out = np.flatnonzero((q.zero_point < lo) | (q.zero_point > hi))
+        if out.size:
+            k = int(out[0])
+            raise self.fail(f"{label}: zero point {int(q.zero_point[k])} is outside {name}'s range [{lo}, {hi}]")
 
     def _sparsity(self, s, label: str) -> Sparsity:
         order = tuple(int(x) for x in self.vec(s, "TraversalOrder", f"{label} traversal_order"))
