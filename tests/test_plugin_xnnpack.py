@@ -82,6 +82,8 @@ def unary(op, dtype=F32, qin=None, qout=None, version=1, **opts):
 
 def binary(op, dtype=F32, version=1, act="NONE", b_shape=(1, 4, 4, 6), q=False):
     qa, qb, qo = (QX, (0.06, -5), QY) if q else (None, None, None)
+    if q and dtype == np.uint8:  # uint8 zero points lie in [0, 255]
+        qa, qb, qo = (0.05, 131), (0.06, 123), (0.08, 126)
     opts = {} if op in ("MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE") else {"fused_activation_function": act}
     return single_op_model(op, [In((1, 4, 4, 6), dtype, qa), In(b_shape, dtype, qb)], [Out((1, 4, 4, 6), dtype, qo)],
                            version=version, **opts)

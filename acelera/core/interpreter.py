@@ -381,6 +381,9 @@ class Interpreter:
         self._default: Delegate | None | bool = None  # the AUTO delegate, once looked up
         self._quiet: set[int] = set()  # executors whose default-delegate fallbacks stay silent
         self.require_full_delegation = False
+        #: acelera extension: a delegate partition that raises at invoke runs on the CPU for that
+        #: invoke (with a DelegationWarning) instead of failing it, like LiteRT's InvokeWithCPUFallback
+        self.delegate_cpu_fallback = False
         self._views: weakref.WeakSet[_Held] = weakref.WeakSet()
         self._runtimes: dict[int, _Runtime] = {0: _Runtime(self, self.model.main)}
         self._signature_defs = self.get_signature_list()
@@ -429,7 +432,8 @@ class Interpreter:
         with warnings.catch_warnings():
             if auto is not None:  # the default delegate falls back silently, as LiteRT's does
                 warnings.filterwarnings("ignore", f"{DEFAULT_DELEGATE} delegate failed", DelegationWarning)
-            apply_delegates(ex, delegates, self.require_full_delegation)
+            apply_delegates(ex, delegates, self.require_full_delegation,
+                            cpu_fallback=self.delegate_cpu_fallback)
         # Its partitions also fall back silently when shapes turn dynamic at invoke.
         quiet = auto is not None and any(s.delegate == DEFAULT_DELEGATE for s in ex.plan) and any(
             op.op in DATA_DEPENDENT_SHAPES for op in ex.sg.operators)

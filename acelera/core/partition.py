@@ -181,12 +181,65 @@ def _check_kernel(ex: Executor, kernel, partition: Partition) -> None:
             raise AceleraError(f"output tensor {t} is {got}, expected {want.dtype}{list(want.shape)}")
 
 
+class DelegateInvokeError(AceleraError, RuntimeError):
+    """A delegate kernel failed at invoke, or returned outputs that break the model's contract."""
+
+
+class _DelegatedStep:
+    """A partition's step: the delegate kernel, with its outputs checked on every invoke
+    (count, dtype, shape as prepared) and, when `cpu_fallback`, the partition's nodes run on
+    the reference kernels for an invoke where the kernel raises (LiteRT's
+    InvokeWithCPUFallback), with a DelegationWarning saying so."""
+
+    def __init__(self, ex: Executor, name: str, kernel, part: Partition, cpu_fallback: bool):
+        self.ex, self.name, self.kernel, self.part, self.cpu_fallback = ex, name, kernel, part, cpu_fallback
+        self.expected = [(ex.values[t].dtype, ex.values[t].shape) for t in part.outputs]
+        self._cpu: list[Step] | None = None
+
+    def __call__(self, *args):
+        try:
+            outs = self.kernel.invoke(*args)
+        except Exception as e:
+            msg = str(e) if isinstance(e, AceleraError) else f"{type(e).__name__}: {e}"
+            if not self.cpu_fallback:
+                raise DelegateInvokeError(f"{self.name} delegate failed during invoke: {msg}") from None
+            warnings.warn(f"{self.name} delegate failed during invoke on nodes {list(self.part.nodes)} ({msg}); "
+                          f"they ran on the CPU for this invoke", DelegationWarning, stacklevel=2)
+            return self._on_cpu(args)
+        if isinstance(outs, np.ndarray):
+            outs = (outs,)
+        outs = tuple(outs)
+        if len(outs) != len(self.expected):
+            raise DelegateInvokeError(f"{self.name} delegate returned {len(outs)} outputs at invoke, "
+                                      f"expected {len(self.expected)}")
+        for t, v, (dt, shape) in zip(self.part.outputs, outs, self.expected):
+            if not isinstance(v, np.ndarray) or v.dtype != dt or v.shape != shape:
+                got = f"{getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
+                raise DelegateInvokeError(f"{self.name} delegate returned {got} for output tensor {t} at invoke, "
+                                          f"the model declares {dt}{list(shape)}")
+        return outs
+
+    def _on_cpu(self, args) -> tuple[np.ndarray, ...]:
+        ex = self.ex
+        if self._cpu is None:
+            members = set(self.part.nodes)
+            self._cpu = [ex.reference_step(i) for i in ex.sg.execution_order if i in members]
+        values = dict(zip(self.part.inputs, args))
+        for step in self._cpu:
+            ins = [None if t < 0 else values[t] if t in values else ex.values[t] for t in step.inputs]
+            res = step.fn(*ins)
+            res = res if isinstance(res, (tuple, list)) else (res,)
+            values.update(zip(step.outputs, (np.asarray(r) for r in res)))
+        return tuple(values[t] for t in self.part.outputs)
+
+
 def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_delegation: bool = False,
-                    dry_run: bool = False) -> DelegationReport:
+                    dry_run: bool = False, cpu_fallback: bool = False) -> DelegationReport:
     """Prepare `ex` with the delegates applied in order; returns (and stores) the report.
 
     With `dry_run` nothing is prepared: the report says what each delegate would take
-    (assuming its preparation succeeds) and the plan stays on the reference kernels.
+    (assuming its preparation succeeds) and the plan stays on the reference kernels. With
+    `cpu_fallback`, a partition whose kernel raises at invoke runs on the CPU for that invoke.
     """
     ex.prepare()
     report = DelegationReport(delegates=[d.name for d in delegates])
@@ -227,7 +280,7 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
                               f"they run on the CPU", DelegationWarning, stacklevel=2)
                 continue
             label = f"{d.name} partition of {len(nodes)} nodes"
-            fn = kernel.invoke if kernel is not None else None
+            fn = _DelegatedStep(ex, d.name, kernel, part, cpu_fallback) if kernel is not None else None
             unit = Unit(nodes, inputs, outputs, Step(label, fn, inputs, outputs, nodes, d.name,
                                                    ex._input_shapes(inputs)), d.name)
             for i in members:
