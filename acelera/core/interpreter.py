@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from acelera.core import dtypes
+from acelera.core import dtypes, memory
 from acelera.core.delegate import Delegate
-from acelera.core.errors import InterpreterError, InterpreterStateError, ModelError
+from acelera.core.errors import AceleraError, InterpreterError, InterpreterStateError, ModelError
 from acelera.core.executor import DATA_DEPENDENT_SHAPES, Executor
 from acelera.core.kernels.registry import KernelSpec, PrepareFn
 from acelera.core.model import (
@@ -240,7 +240,18 @@ class _Runtime:
     def allocate(self) -> None:
         if self.allocated:
             return  # LiteRT: nothing to do while the plan is valid (inputs keep their values)
-        self.interp._build_plan(self.ex)
+        memory.check(self.sg, self.ex.shapes, self.interp.max_memory_bytes)
+        try:
+            self.interp._build_plan(self.ex)
+        except MemoryError as e:
+            if isinstance(e, AceleraError):
+                raise
+            raise memory.MemoryBudgetError(f"out of memory while allocating tensors ({e or 'MemoryError'}); "
+                                           f"budget {self.interp.max_memory_bytes} bytes") from None
+        except ValueError as e:  # numpy: "array is too big", "maximum supported dimension"
+            if isinstance(e, AceleraError):
+                raise
+            raise ModelError(f"cannot allocate tensors: {e}") from None
         for t in self.sg.inputs:
             tensor = self.sg.tensors[t]
             if tensor.type == _STRING and not tensor.is_constant:
@@ -354,7 +365,8 @@ class Interpreter:
                  experimental_default_delegate_latest_features: bool = False,
                  experimental_compress_quantization_zero_points: bool = False,
                  experimental_disable_delegate_node_fusion: bool = False,
-                 experimental_force_delegate_node_profiling: bool = False):
+                 experimental_force_delegate_node_profiling: bool = False,
+                 max_memory_bytes: int | None = None):
         if not hasattr(self, "_custom_op_registerers"):
             self._custom_op_registerers: list[Any] = []
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
@@ -365,6 +377,9 @@ class Interpreter:
             if num_threads < 1:
                 raise InterpreterError("num_threads should >= 1")
         self.num_threads = num_threads
+        #: acelera extension: bytes allocate_tensors() may plan (memory.py); default: half the RAM
+        self.max_memory_bytes = (memory.default_budget() if max_memory_bytes is None
+                                 else memory.check_budget_value(max_memory_bytes))
         if model_path and not model_content:
             self.model: Model = _load_path(model_path)
         elif model_content and not model_path:
