@@ -8,7 +8,7 @@ Per shared float model, inference_diff's avg_error (the largest over the model's
 - `fp32`: the GPU backend with --gpu_precision_loss_allowed=false;
 - `fp16`: the GPU backend with precision loss allowed (half storage);
 - `half floor`: the reference arithmetic with every weight and intermediate rounded to half
-  (gpu_plan.half_floor): what half storage costs by itself (the floor of the fp16 target, 5e-3).
+  (acelera.backends.gpu.half_floor): what half storage costs by itself (the floor of the fp16 target, 5e-3).
 
 Usage: python benchmarks/gpu_precision.py [--backend gpu-opencl|gpu-gl] [--runs N] [MODEL ...]
 """
@@ -61,7 +61,7 @@ def litert_gap(path: Path, runs: int) -> float:
 def main() -> int:
     from acelera import load_delegate
     from acelera.conformance.inference_diff import diff
-    from acelera.plugins.gpu_plan.half_floor import HalfStorageDelegate
+    from acelera.backends.gpu.half_floor import HalfStorageDelegate
     from acelera.registrar.registry import get_registry
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

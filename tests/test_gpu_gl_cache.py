@@ -29,7 +29,7 @@ require_gl()
 
 from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
 from acelera.plugins.gpu_gl.delegate import CACHE, CACHE_PLAN, COMPILED  # noqa: E402
-from acelera.plugins.gpu_plan.cache import CacheWarning  # noqa: E402
+from acelera.backends.gpu.cache import CacheWarning  # noqa: E402
 
 
 RNG = np.random.default_rng(77)
@@ -95,7 +95,7 @@ def test_round_trip_with_program_binaries(tmp_path, fresh_programs):
 
 
 def _plan_kernels(path):
-    from acelera.plugins.gpu_plan.plan import Plan
+    from acelera.backends.gpu.plan import Plan
 
     arrays = entry(path)
     header = bytes(arrays.pop("__plan__")).decode()

@@ -43,7 +43,7 @@ def test_op(name, half):
 def test_half_plan_keeps_bools_and_exact_inputs_in_float32():
     model, inputs = CASES["LESS-one-ulp"]
     it = exact(model, inputs, half=True)
-    plan = it.execution_plan[0].fn.__self__.plan
+    plan = it.execution_plan[0].fn.kernel.plan
     assert plan.half and [l.kernel for l in plan.launches] == ["binary"]
     assert all(p.float_storage for p in plan.inputs if p.buffer) and plan.outputs[0].float_storage
     assert plan.outputs[0].dtype == "BOOL" and plan.launches[0].params[13] == 1

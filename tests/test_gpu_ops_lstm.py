@@ -20,7 +20,7 @@ from gpu_cases import F32, basic_lstm, check, rnd  # noqa: E402  (basic_lstm is 
 def test_basic_lstm(shape, half, version):
     model, inputs = basic_lstm(*shape, version=version)
     it = check(model, inputs, half=half)
-    plan = it.execution_plan[0].fn.__self__.plan
+    plan = it.execution_plan[0].fn.kernel.plan
     kernels = [l.kernel for l in plan.launches]
     assert kernels[-3:] == ["fully_connected", "lstm_cell", "lstm_cell"], kernels
 

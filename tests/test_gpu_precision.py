@@ -14,7 +14,7 @@ import pytest
 
 from acelera import load_delegate
 from acelera.conformance.inference_diff import diff
-from acelera.plugins.gpu_plan.half_floor import HalfStorageDelegate
+from acelera.backends.gpu.half_floor import HalfStorageDelegate
 from acelera.registrar.registry import get_registry
 from needs import require
 

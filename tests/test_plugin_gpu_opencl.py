@@ -114,7 +114,7 @@ def test_activation_fused_into_producer():
     b.add_operator("RELU", [r], [y])
     b.mark_outputs(y)
     it = check(b.build(), [rnd(1, 8, 8, 5)])
-    kernel = it.execution_plan[0].fn.__self__
+    kernel = it.execution_plan[0].fn.kernel
     assert [l.kernel for l in kernel.plan.launches] == ["conv2d_x8"]
 
 
@@ -128,7 +128,7 @@ def test_gelu_fused_into_producer(approximate):
     b.add_operator("GELU", [t], [y], approximate=approximate)
     b.mark_outputs(y)
     it = check(b.build(), [rnd(2, 7, 9, lo=-4, hi=2)])
-    assert [l.kernel for l in it.execution_plan[0].fn.__self__.plan.launches] == ["binary"]
+    assert [l.kernel for l in it.execution_plan[0].fn.kernel.plan.launches] == ["binary"]
 
 
 # --- quantized ------------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def test_partial_delegation_logs_like_tflite(caplog):
 # --- serialization cache ----------------------------------------------------------------------------
 
 def test_serialization_cache(tmp_path, monkeypatch):
-    from acelera.plugins.gpu_plan.cache import CacheWarning
+    from acelera.backends.gpu.cache import CacheWarning
     cache = tmp_path / "cache"
     model, inputs = FLOAT_CASES["CONV_2D"]
     opts = {"delegate_serialize_dir": str(cache), "delegate_serialize_token": "tok"}

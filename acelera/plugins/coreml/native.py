@@ -15,7 +15,7 @@ import numpy as np
 
 from acelera.core.delegate import DelegateKernel, Partition
 from acelera.plugins.coreml.export import CoreMLExportError, partition_program, require_coremltools
-from acelera.plugins.emulation import DeviceRunner
+from acelera.backends.emulation import DeviceRunner
 
 ENV = "ACELERA_COREML_NATIVE"
 

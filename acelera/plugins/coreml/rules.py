@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from acelera.core.delegate import Constraint, OpSupport, OpTable, Support, SUPPORTED
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.tables import F32
+from acelera.backends.tables import F32
 
 # TFLite schema enums (options carry raw ints)
 ACT_NONE, ACT_SIGN_BIT = 0, 5

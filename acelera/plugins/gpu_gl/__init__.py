@@ -1,21 +1,21 @@
 """gpu-gl: TFLite's GPU delegate on OpenGL ES 3.1 compute shaders (issue #7).
 
 Headless GL through moderngl on EGL (Mesa llvmpipe on a machine without a GPU). Partitions
-are compiled by the backend-neutral partition compiler (gpu_plan: PHWC4 buffers, copy maps,
-quantization simulators, fp16 storage rules) and run as GLSL ES 3.1 compute shaders
-(shaders.py) on SSBOs that stay on the device. The op table lists only what this backend's
+are compiled by the backend-neutral partition compiler (acelera.backends.gpu: PHWC4 buffers,
+copy maps, quantization simulators, fp16 storage rules) and run as GLSL ES 3.1 compute shaders
+(acelera.backends.gpu.kernels.glsl) on SSBOs that stay on the device. The op table lists only what this backend's
 tests cover.
 """
 from __future__ import annotations
 
-from acelera.plugins.gpu_common import GPU_FLAGS, gpu_table, wants_backend
-from acelera.plugins.gpu_plan.optable import EXTRA as PLAN_EXTRA, OPS as PLAN_OPS, REPLACE as PLAN_REPLACE
+from acelera.backends.gpu.optable import EXTRA as PLAN_EXTRA, OPS as PLAN_OPS, REPLACE as PLAN_REPLACE
+from acelera.backends.gpu.rules import GPU_FLAGS, gpu_table, wants_backend
 from acelera.registrar import hookimpl
 from acelera.registrar.spec import DelegateSpec
 
 VERSION = "0.2.0"
 
-#: the ops this backend declares: those of the shared compiler's table (gpu_plan.optable.OPS)
+#: the ops this backend declares: those of the shared compiler's table (backends.gpu.optable.OPS)
 #: that its shaders run and the conformance suite passed on GL (fp32 and fp16 storage), listed
 #: explicitly so ops added to OPS for the OpenCL backend are not declared here untested
 GL_OPS = (

@@ -15,9 +15,9 @@ import concurrent.futures as cf
 import hashlib
 import threading
 
+from acelera.backends.gpu.kernels.glsl import KERNELS, VERSION_DESKTOP, VERSION_ES, shader_source
 from acelera.core.delegate import Support
 from acelera.core.errors import AceleraError
-from acelera.plugins.gpu_gl.shaders import KERNELS, VERSION_DESKTOP, VERSION_ES, shader_source
 
 CALL_TIMEOUT_S = 300.0
 

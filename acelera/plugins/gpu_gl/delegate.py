@@ -1,11 +1,11 @@
 """The gpu-gl Delegate: the shared GPU node support, log lines and partition compiler, run on GL.
 
 Node support, TFLite's "Following operations are not supported by GPU delegate" log and the
-partition round are the shared `gpu_plan.delegate.GpuDelegate`'s; prepare compiles the
+partition round are the shared `acelera.backends.gpu.delegate.GpuDelegate`'s; prepare compiles the
 partition with the backend-neutral compiler into a Plan and runs it with GL compute shaders.
 
 With `--delegate_serialize_dir` and `--delegate_serialize_token` both set, prepare uses the
-shared serialization cache (`gpu_plan.cache`): one entry per partition holding the compiled
+shared serialization cache (`acelera.backends.gpu.cache`): one entry per partition holding the compiled
 plan and the linked program binary of every shader the plan runs (binaries.py). Where the
 driver offers no program binary format the entry holds only the plan (logged once;
 `last_prepare` is then "cache-plan" on a hit). A stored binary the driver refuses is
@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import warnings
 
+from acelera.backends.gpu.cache import CacheEntry, CacheWarning, SerializationCache, partition_fingerprint
+from acelera.backends.gpu.compiler import compile_partition
+from acelera.backends.gpu.delegate import GpuDelegate
 from acelera.core.delegate import Partition
 from acelera.plugins.gpu_gl.context import GLDevice
 from acelera.plugins.gpu_gl.runtime import GLKernel
-from acelera.plugins.gpu_plan.cache import CacheEntry, CacheWarning, SerializationCache, partition_fingerprint
-from acelera.plugins.gpu_plan.compiler import compile_partition
-from acelera.plugins.gpu_plan.delegate import GpuDelegate
 
 log = logging.getLogger("acelera.gpu_gl")
 

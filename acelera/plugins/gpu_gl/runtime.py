@@ -4,17 +4,17 @@ Every GL call runs on the GL device's own thread (context.py). Buffers are made 
 prepare and stay on the device; invoke = one upload per runtime input, the dispatches (with a
 shader-storage barrier between them), one download per output. The host-side boundary
 conversions (PHWC4 packing, (de)quantization, runtime weight packing) are the shared
-`gpu_plan.boundary.BoundaryMixin`'s.
+`acelera.backends.gpu.boundary.BoundaryMixin`'s.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from acelera.backends.gpu.boundary import BoundaryMixin
+from acelera.backends.gpu.kernels.glsl import LOCAL_SIZE, P_WORDS
+from acelera.backends.gpu.plan import Plan
 from acelera.core.delegate import DelegateKernel, Partition
 from acelera.plugins.gpu_gl.context import GLDevice
-from acelera.plugins.gpu_gl.shaders import LOCAL_SIZE, P_WORDS
-from acelera.plugins.gpu_plan.plan import Plan
-from acelera.plugins.gpu_plan.boundary import BoundaryMixin
 
 MAX_GROUPS = 65535
 

@@ -2,12 +2,12 @@
 
 Real OpenCL kernels through pyopencl on any OpenCL platform (PoCL on a machine without a
 GPU). The op table below lists only what this backend implements and its tests cover; the
-rows carry TFLite's GPU constraints (gpu_common) plus this backend's own.
+rows carry TFLite's GPU constraints (acelera.backends.gpu.rules) plus this backend's own.
 """
 from __future__ import annotations
 
-from acelera.plugins.gpu_common import GPU_FLAGS, GROUP, gpu_table, wants_backend
-from acelera.plugins.gpu_plan.optable import EXTRA, OPS, REPLACE
+from acelera.backends.gpu.optable import EXTRA, OPS, REPLACE
+from acelera.backends.gpu.rules import GPU_FLAGS, GROUP, gpu_table, wants_backend
 from acelera.registrar import hookimpl
 from acelera.registrar.flags import Flag
 from acelera.registrar.spec import DelegateSpec

@@ -1,5 +1,5 @@
 """The gpu-opencl Delegate: prepare (with the cache); node support and TFLite's GPU log lines are
-gpu_plan.delegate's."""
+acelera.backends.gpu.delegate's."""
 from __future__ import annotations
 
 import hashlib
@@ -8,13 +8,13 @@ import warnings
 
 import numpy as np
 
+from acelera.backends.gpu.cache import CacheWarning, SerializationCache, partition_fingerprint
+from acelera.backends.gpu.compiler import compile_partition
+from acelera.backends.gpu.delegate import GpuDelegate
+from acelera.backends.gpu.kernels.opencl import program_source
 from acelera.core.delegate import Partition
-from acelera.plugins.gpu_plan.cache import CacheWarning, SerializationCache, partition_fingerprint
-from acelera.plugins.gpu_plan.compiler import compile_partition
 from acelera.plugins.gpu_opencl.device import Device
 from acelera.plugins.gpu_opencl.runtime import OpenCLKernel, build_program, program_binary
-from acelera.plugins.gpu_opencl.source import program_source
-from acelera.plugins.gpu_plan.delegate import GpuDelegate
 
 log = logging.getLogger("acelera.gpu_opencl")
 

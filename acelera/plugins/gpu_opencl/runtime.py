@@ -1,6 +1,6 @@
 """Running a Plan: the OpenCL program, device buffers, preset kernel launches, and invoke.
 
-One program (source.py) serves every partition; it is built once per process, device and
+One program (acelera.backends.gpu.kernels.opencl) serves every partition; it is built once per process, device and
 storage precision (or loaded from a cached binary). Each launch gets its own kernel object
 with its arguments set once at prepare, so invoke is: one upload per runtime input, the
 launches in order on an in-order queue, one download per output.
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.backends.gpu.boundary import BoundaryMixin
+from acelera.backends.gpu.kernels.opencl import build_options, program_source
+from acelera.backends.gpu.plan import Plan
 from acelera.core.delegate import DelegateKernel, Partition
 from acelera.plugins.gpu_opencl.device import Device
-from acelera.plugins.gpu_plan.plan import Plan
-from acelera.plugins.gpu_opencl.source import build_options, program_source
-from acelera.plugins.gpu_plan.boundary import BoundaryMixin
 
 LOCAL_SIZE = 64
 
@@ -48,7 +48,7 @@ def program_binary(prg) -> bytes:
 
 
 class OpenCLKernel(BoundaryMixin, DelegateKernel):
-    """A prepared partition on one OpenCL device (host-side boundary: gpu_plan.boundary)."""
+    """A prepared partition on one OpenCL device (host-side boundary: acelera.backends.gpu.boundary)."""
 
     def __init__(self, partition: Partition, plan: Plan, dev: Device, program):
         super().__init__(partition)

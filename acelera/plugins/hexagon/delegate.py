@@ -4,7 +4,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Mapping
 
-from acelera.plugins.emulation import EmulatedDelegate
+from acelera.backends.emulation import EmulatedDelegate
 from acelera.plugins.hexagon.rules import OP_TABLE
 from acelera.plugins.hexagon.runner import HexagonRunner
 

@@ -27,7 +27,7 @@ import numpy as np
 from acelera.core.delegate import Partition
 from acelera.core.errors import AceleraError
 from acelera.core.subplan import KernelFactory, ReferenceKernel
-from acelera.plugins.emulation import IntegerRunner
+from acelera.backends.emulation import IntegerRunner
 from acelera.plugins.hexagon.cost_model import Estimate, estimate
 from acelera.plugins.hexagon.rules import FLOATS
 

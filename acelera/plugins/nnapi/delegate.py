@@ -34,7 +34,7 @@ from acelera.core.delegate import Support
 from acelera.core.errors import AceleraError
 from acelera.core.kernels.registry import Kernel, NodeContext
 from acelera.core.opcodes import CUSTOM
-from acelera.plugins.emulation import DeviceRunner, EmulatedDelegate
+from acelera.backends.emulation import DeviceRunner, EmulatedDelegate
 from acelera.plugins.nnapi.devices import CATALOGUE, REFERENCE, Device, DeviceSet
 from acelera.plugins.nnapi.rules import RULES, Target
 from acelera.plugins.nnapi.sdk import DEFAULT_SDK, FL5, FL7, MIN_SDK, NNAPI_1_2, NNAPI_1_3, level_name, \

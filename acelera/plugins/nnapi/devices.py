@@ -34,7 +34,7 @@ from typing import Mapping, Optional
 
 from acelera.core.delegate import data_type
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.emulation import DeviceRunner, Fp16Runner, Fp32Runner, IntegerRunner
+from acelera.backends.emulation import DeviceRunner, Fp16Runner, Fp32Runner, IntegerRunner
 from acelera.plugins.nnapi.rules import RULES
 from acelera.plugins.nnapi.sdk import FL7, NNAPI_1_3
 from acelera.plugins.nnapi.table import ALL_TYPES, DeviceConstraint

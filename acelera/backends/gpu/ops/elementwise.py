@@ -6,7 +6,7 @@ otherwise they run as a `unary` launch. Binary ops broadcast through per-operand
 PHWC4 layout, so constants are packed in their own shape; ADD_N (2 inputs) is an ADD.
 
 Ops whose result jumps at a threshold (FLOOR_DIV, FLOOR_MOD, SIGN here; comparisons and CAST in
-ops_logical) set the `binary` / `unary` kernels' per-operand float32 flags, so they read
+logical.py) set the `binary` / `unary` kernels' per-operand float32 flags, so they read
 partition inputs and constants exactly (Compiler.operand). FLOOR_DIV is
 TFLite's floor of the quotient computed in double: the kernel corrects floor(x / y) by the sign
 of the exact remainder fma(-q, y, x), so an approximate device division cannot put it off by
@@ -14,15 +14,23 @@ one; FLOOR_MOD is fmod (exact) moved to the divisor's sign.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from acelera.backends.gpu import params as S
+from acelera.backends.gpu.layout import AXES, Layout
+from acelera.backends.gpu.ops.common import CompileError, Handlers, fused, quant_params
+from acelera.backends.gpu.ops.layout_ops import reshape_copy
 from acelera.core.kernels.conv import out_size, pad_before
 from acelera.core.kernels.registry import NodeContext
 from acelera.core.kernels.resize import _float_coords, _nearest_index
-from acelera.plugins.gpu_plan import params as S
-from acelera.plugins.gpu_plan.compiler import CompileError, Compiler, fused, handles, quant_params
-from acelera.plugins.gpu_plan.layout import AXES, Layout
-from acelera.plugins.gpu_plan.ops_layout import reshape_copy
+
+if TYPE_CHECKING:
+    from acelera.backends.gpu.compiler import Compiler
+
+HANDLERS = Handlers()
+handles = HANDLERS.handles
 
 INF = float("inf")
 
@@ -128,7 +136,7 @@ def operand_view(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[li
 
 def binary_launch(c: Compiler, ctx: NodeContext, code: int, exact: bool = False) -> None:
     """A broadcasting binary op; `exact` reads operands exactly (float32 where the plan has
-    them: flags at p31/p32, see Compiler.operand)."""
+    them: BINARY_A_F32 / BINARY_B_F32, see Compiler.operand)."""
     ins = [t for t in ctx.inputs if t is not None]
     if len(ins) != 2:
         raise CompileError(f"{ctx.op.name} needs 2 inputs")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from acelera.backends.tables import GPU_TYPES, table
 from acelera.core.delegate import Constraint, OpSupport, OpTable, Support
-from acelera.plugins.tables import GPU_TYPES, table
 from acelera.registrar.flags import Flag
 
 GROUP = "GPU delegate"

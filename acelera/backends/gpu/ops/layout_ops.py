@@ -12,14 +12,21 @@ A reshape whose table is the identity aliases its input buffer instead.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from acelera.backends.gpu import params as S
+from acelera.backends.gpu.layout import Layout
+from acelera.backends.gpu.ops.common import CompileError, Handlers, f2i, fused, quant_params
 from acelera.core.kernels.registry import NodeContext, lookup
 from acelera.core.model import NO_QUANT
-from acelera.plugins.gpu_plan import params as S
-from acelera.plugins.gpu_plan.compiler import CompileError, Compiler, f2i, fused, handles, quant_params
-from acelera.plugins.gpu_plan.layout import Layout
+
+if TYPE_CHECKING:
+    from acelera.backends.gpu.compiler import Compiler
+
+HANDLERS = Handlers()
+handles = HANDLERS.handles
 
 EXACT = 1 << 24  # float32 holds every integer up to here exactly
 T_FLOAT32 = 0

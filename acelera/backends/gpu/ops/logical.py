@@ -24,11 +24,19 @@ partition costs one host conversion, nothing else.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from acelera.backends.gpu import params as S
+from acelera.backends.gpu.layout import AXES
+from acelera.backends.gpu.ops.common import CompileError, Handlers
+from acelera.backends.gpu.ops.elementwise import binary_launch, operand_view, unary_exact
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.gpu_plan import params as S
-from acelera.plugins.gpu_plan.compiler import CompileError, Compiler, handles
-from acelera.plugins.gpu_plan.layout import AXES
-from acelera.plugins.gpu_plan.ops_elementwise import binary_launch, operand_view, unary_exact
+
+if TYPE_CHECKING:
+    from acelera.backends.gpu.compiler import Compiler
+
+HANDLERS = Handlers()
+handles = HANDLERS.handles
 
 COMPARE = {"EQUAL": S.B_EQUAL, "NOT_EQUAL": S.B_NOT_EQUAL, "LESS": S.B_LESS, "LESS_EQUAL": S.B_LESS_EQUAL,
            "GREATER": S.B_GREATER, "GREATER_EQUAL": S.B_GREATER_EQUAL, "LOGICAL_AND": S.B_AND}

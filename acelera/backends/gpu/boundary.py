@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from acelera.backends.gpu.layout import Layout
+from acelera.backends.gpu.packing import PACKERS
 from acelera.core.quant import round_half_away
-from acelera.plugins.gpu_plan.layout import Layout
 
 INT32_MAX = 2 ** 31 - 1
 
 if TYPE_CHECKING:
-    from acelera.plugins.gpu_plan.plan import Plan, Port
+    from acelera.backends.gpu.plan import Plan, Port
 
 
 class BoundaryMixin:
@@ -50,8 +51,6 @@ class BoundaryMixin:
             x = (x.astype(np.float32) - np.float32(port.zero_point)) * np.float32(port.scale)
         dtype = np.float32 if port.float_storage else self.sdtype
         if port.pack:
-            from acelera.plugins.gpu_plan.ops_conv import PACKERS
-
             return PACKERS[port.pack](x.astype(np.float32), port.pack_arg).astype(dtype)
         return lay.pack(x, dtype)
 

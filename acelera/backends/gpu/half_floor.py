@@ -15,8 +15,8 @@ import numpy as np
 
 from acelera.core.delegate import Partition, Support
 from acelera.core.kernels.registry import Kernel, NodeContext
+from acelera.backends.emulation import DeviceRunner, EmulatedDelegate, to_half
 from acelera.core.subplan import reference_factory
-from acelera.plugins.emulation import DeviceRunner, EmulatedDelegate, to_half
 
 
 class HalfStorageRunner(DeviceRunner):

@@ -1,21 +1,21 @@
-"""The ops the shared GPU partition compiler (gpu_plan) implements: op -> (max version, data
-types), extra constraints beyond TFLite's GPU rules, and rules that replace TFLite's. Each
-backend declares these rows, or the subset its own tests cover.
+"""The ops the shared GPU partition compiler (compiler.py, ops/) implements: op -> (max
+version, data types), extra constraints beyond TFLite's GPU rules, and rules that replace
+TFLite's. Each backend declares these rows, or the subset its own tests cover.
 
 The data type a row checks is its first runtime input's (BOOL for LOGICAL_AND, the source
-type for CAST); SELECT's is its if tensor's (gpu_common.DATA_INPUT). Versions follow TFLite's
+type for CAST); SELECT's is its if tensor's (rules.DATA_INPUT). Versions follow TFLite's
 GPU table (facts 6.1), capped where LiteRT (and so the CPU reference) has no higher version:
 ADD_N and LOGICAL_AND v1; CAST v1 (the version of every bool/float32/int32 cast; TFLite's GPU
-table sets no maximum). TFLite's GPU constraints for the ops gpu_common's table leaves open (comparisons,
+table sets no maximum). TFLite's GPU constraints for the ops the rules' table leaves open (comparisons,
 LOGICAL_AND, CAST, SELECT/SELECT_V2, LSTM) are rows of EXTRA here; the consumer rule of the
-comparison/logical ops is relaxed (see ops_logical).
+comparison/logical ops is relaxed (see ops/logical.py).
 """
 from __future__ import annotations
 
-from acelera.core.delegate import Constraint
-from acelera.plugins.gpu_common import (
+from acelera.backends.gpu.rules import (
     BINARY_INPUTS, CONV_GEOMETRY, CONV_IO_ANY, DEPTHWISE, FULLY_CONNECTED_ANY, STRIDES,
 )
+from acelera.core.delegate import Constraint
 
 F = ("FLOAT32",)
 Q = ("FLOAT32", "INT8", "UINT8")
@@ -45,7 +45,7 @@ OPS = {
     "QUANTIZE": (2, Q), "DEQUANTIZE": (3, ("INT8", "UINT8", "FLOAT16")),
     # more elementwise ops of TFLite's GPU seed list
     "GELU": (2, F), "SIGN": (2, F), "ADD_N": (1, F), "FLOOR_DIV": (2, F), "FLOOR_MOD": (2, F),
-    # bool tensors: comparisons, LOGICAL_AND, CAST, SELECT (ops_logical)
+    # bool tensors: comparisons, LOGICAL_AND, CAST, SELECT (ops/logical.py)
     **{op: (2, F) for op in COMPARISONS}, "LOGICAL_AND": (1, B),
     "CAST": (1, ("BOOL", "FLOAT32", "INT32")), "SELECT": (1, F), "SELECT_V2": (1, F),
     # recurrent (basic kernel only)
@@ -60,7 +60,7 @@ def _const(*indices: int):
 
 
 def _small(n) -> bool:
-    from acelera.plugins.gpu_plan.layout import Layout
+    from acelera.backends.gpu.layout import Layout
 
     return sum(Layout(tuple(t.shape)).size for t in n.inputs if t is not None) < (1 << 24) - 1
 

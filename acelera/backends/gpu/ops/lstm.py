@@ -17,13 +17,22 @@ activ_temp's PHWC4 storage).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from acelera.backends.gpu.layout import Layout, slices
+from acelera.backends.gpu.ops.common import CompileError, Handlers
+from acelera.backends.gpu.ops.conv import _rows_view, bias_buffer
+from acelera.backends.gpu.ops.layout_ops import _pairs, vector_map
+from acelera.backends.gpu.packing import pairs
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.gpu_plan.compiler import CompileError, Compiler, handles
-from acelera.plugins.gpu_plan.layout import Layout, slices
-from acelera.plugins.gpu_plan.ops_conv import _rows_view, bias_buffer, pairs
-from acelera.plugins.gpu_plan.ops_layout import _pairs, vector_map
+
+if TYPE_CHECKING:
+    from acelera.backends.gpu.compiler import Compiler
+
+HANDLERS = Handlers()
+handles = HANDLERS.handles
 
 
 def _place(c: Compiler, src: str, src_lay: Layout, dst: str, dst_idx: np.ndarray, dst_lay: Layout, node: int) -> None:

@@ -17,51 +17,30 @@ read them take a per-operand flag (`operand`). Ops whose result jumps at a thres
 constant operand as float32 too (`operand(..., exact=True)`): the host uploads a float32 copy,
 so rounding the input to half cannot flip a result the reference computes in float32. The
 host converts bool and int32 tensors at the partition boundary (boundary.py).
+
+Each op is compiled by its handler (`ops.HANDLERS`: ops/, one module per op family), which
+adds buffers and launches; a launch's parameter block is `params`: the slots every kernel
+reads, then the kernel's geometry in the order of its table in params.py.
 """
 from __future__ import annotations
 
-import struct
-from typing import Callable
-
 import numpy as np
 
+from acelera.backends.gpu import params as S
+from acelera.backends.gpu.layout import Layout
+from acelera.backends.gpu.ops import HANDLERS
+from acelera.backends.gpu.ops.common import CompileError, f2i, quant_params
+from acelera.backends.gpu.packing import PACKERS
+from acelera.backends.gpu.plan import Buffer, Launch, Plan, Port
 from acelera.core.delegate import Partition
-from acelera.core.kernels.registry import NodeContext
 from acelera.core.model import Tensor
-from acelera.plugins.gpu_plan import params as S
-from acelera.plugins.gpu_plan.layout import Layout
-from acelera.plugins.gpu_plan.plan import Buffer, Launch, Plan, Port
 
 FLT_MAX = float(np.finfo(np.float32).max)
-QUANT_TYPES = {"INT8": (-128, 127), "UINT8": (0, 255)}
-#: fused_activation_function -> (unary code, lo, hi)
-FUSED = {0: None, 1: (S.U_CLAMP, 0.0, np.inf), 2: (S.U_CLAMP, -1.0, 1.0), 3: (S.U_CLAMP, 0.0, 6.0),
-         4: (S.U_TANH, 0.0, 0.0)}
 #: kernels whose output store runs the epilogue, so a following activation can fuse into them
 FUSABLE = ("conv2d", "depthwise", "fully_connected", "transpose_conv", "binary", "pool", "unary", "resize",
            "where")
 #: tensor types held in float32 buffers in a half-storage plan
 NON_FLOAT = frozenset({"BOOL", "INT32"})
-
-
-class CompileError(Exception):
-    """The partition uses something this backend cannot run (prepare fails, CPU fallback)."""
-
-
-def f2i(v: float) -> int:
-    return int(np.array([v], np.float32).view(np.int32)[0])
-
-
-Handler = Callable[["Compiler", NodeContext], None]
-HANDLERS: dict[str, Handler] = {}
-
-
-def handles(*ops: str):
-    def deco(fn: Handler) -> Handler:
-        for op in ops:
-            HANDLERS[op] = fn
-        return fn
-    return deco
 
 
 class Compiler:
@@ -194,8 +173,6 @@ class Compiler:
     def packed(self, t: Tensor, packer: str, arg: int) -> str:
         """Weights in a kernel's packed order: packed now if constant, else on the host at every
         invoke (a runtime weights input of the partition)."""
-        from acelera.plugins.gpu_plan.ops_conv import PACKERS
-
         if self.is_const(t):
             data = self.storage(PACKERS[packer](self.value(t), arg))
             return self.add_buffer(data.nbytes, data)
@@ -368,35 +345,11 @@ class Compiler:
         return order
 
 
-def quant_params(t: Tensor | None):
-    """(scale, zero point, qmin, qmax) of a quantized int8/uint8 activation tensor, else None."""
-    if t is None or t.type_name not in QUANT_TYPES or not t.quantization.is_set:
-        return None
-    qmin, qmax = QUANT_TYPES[t.type_name]
-    return float(t.quantization.scale[0]), float(t.quantization.zero_point[0]), float(qmin), float(qmax)
-
-
 def port(t: Tensor, buf: str | None) -> Port:
     q = quant_params(t)
     scale, zp = (q[0], int(q[1])) if q else (0.0, 0)
     return Port(t.index, buf, tuple(int(d) for d in t.shape), t.type_name, scale, zp)
 
 
-def fused(ctx: NodeContext):
-    act = int(ctx.options.get("fused_activation_function", 0) or 0)
-    if act not in FUSED:
-        raise CompileError(f"fused activation {act} is not supported")
-    return FUSED[act]
-
-
-def custom_ints(ctx: NodeContext, n: int) -> tuple[int, ...]:
-    raw = bytes(ctx.op.custom_options)
-    if len(raw) < 4 * n:
-        raise CompileError(f"{ctx.op.name}: custom options too short")
-    return struct.unpack_from(f"<{n}i", raw)
-
-
 def compile_partition(partition: Partition, half: bool) -> Plan:
-    from acelera.plugins.gpu_plan import ops_conv, ops_elementwise, ops_layout, ops_logical, ops_lstm  # noqa: F401
-
     return Compiler(partition, half).compile()

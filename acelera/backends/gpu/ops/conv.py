@@ -1,57 +1,30 @@
 """Convolution-family ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV and
 MediaPipe's Convolution2DTransposeBias. Weights are packed at prepare for the register-blocked
-kernels (gpu_opencl/source.py, gpu_gl/shaders.py); biases are padded to whole slices."""
+kernels (kernels/conv.py; packers: packing.py); biases are padded to whole slices."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from acelera.backends.gpu import params as S
+from acelera.backends.gpu.layout import Layout, slices
+from acelera.backends.gpu.ops.common import CompileError, Handlers, custom_ints, fused
+from acelera.backends.gpu.ops.layout_ops import reshape_copy
+from acelera.backends.gpu.packing import pairs
 from acelera.core.kernels.conv import out_size, pad_before
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.gpu_plan import params as S
-from acelera.plugins.gpu_plan.compiler import CompileError, Compiler, custom_ints, fused, handles
-from acelera.plugins.gpu_plan.layout import Layout, slices
-from acelera.plugins.gpu_plan.ops_layout import reshape_copy
+
+if TYPE_CHECKING:
+    from acelera.backends.gpu.compiler import Compiler
+
+HANDLERS = Handlers()
+handles = HANDLERS.handles
 
 
 def _opt(ctx: NodeContext, name: str, default: int) -> int:
     v = ctx.options.get(name, default)
     return default if v is None else int(v)
-
-
-def pack_blocked(w: np.ndarray, _arg: int = 0) -> np.ndarray:
-    """OHWI weights -> [slice pair][ky][kx][in slice][4 input lanes][8 output channels]."""
-    o, kh, kw, i = w.shape
-    g = pairs(o)
-    is_ = slices(i)
-    wp = np.zeros((g * 8, kh, kw, is_ * 4), np.float32)
-    wp[:o, :, :, :i] = w
-    return wp.reshape(g, 8, kh, kw, is_, 4).transpose(0, 2, 3, 4, 5, 1).reshape(-1)
-
-
-def pairs(channels: int) -> int:
-    """Slice pairs (float8 accumulators) covering `channels`."""
-    return -(-slices(channels) // 2)
-
-
-def pack_depthwise(w: np.ndarray, _arg: int = 0) -> np.ndarray:
-    """(1, KH, KW, OC) -> [out slice][ky][kx][4]."""
-    _, kh, kw, oc = w.shape
-    s = slices(oc)
-    wp = np.zeros((kh, kw, s * 4), np.float32)
-    wp[..., :oc] = w[0]
-    return wp.reshape(kh, kw, s, 4).transpose(2, 0, 1, 3).reshape(-1)
-
-
-def pack_fc(w: np.ndarray, _arg: int = 0) -> np.ndarray:
-    """(O, K) -> [slice pair][in slice][4 input lanes][8 output channels]."""
-    o, k = w.shape
-    g = pairs(o)
-    wp = np.zeros((g * 8, slices(k) * 4), np.float32)
-    wp[:o, :k] = w
-    return wp.reshape(g, 8, slices(k), 4).transpose(0, 2, 3, 1).reshape(-1)
-
-
-PACKERS = {"blocked": pack_blocked, "depthwise": pack_depthwise, "fc": pack_fc}
 
 
 def bias_buffer(c: Compiler, ctx: NodeContext, index: int, channels: int) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import logging
 
+from acelera.backends.gpu.rules import general_support, gpu_precision, unsupported_message
 from acelera.core.delegate import Delegate, Partition, Support
-from acelera.plugins.gpu_common import general_support, gpu_precision, unsupported_message
 
 TANH = 4
 #: ops whose fused_activation_function is their own (cell) activation, which the CPU kernel

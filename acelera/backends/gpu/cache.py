@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from acelera.plugins.gpu_plan.plan import Plan
+from acelera.backends.gpu.plan import Plan
 
 FORMAT = 1
 _NAMED = "__bin__"  # prefix of the named binaries' arrays
