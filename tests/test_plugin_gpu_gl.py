@@ -147,7 +147,7 @@ CASES = cases()
 def test_every_declared_op_has_a_case():
     """Every op declared with FLOAT32 has a float case here (int8/uint8: test_gpu_gl_quant.py;
     LSTM, comparisons, LOGICAL_AND, CAST, SELECT and the newer float ops: test_gpu_ops_gl.py)."""
-    from acelera.plugins.gpu_plan.optable import OPS as PLAN_OPS
+    from acelera.backends.gpu.optable import OPS as PLAN_OPS
     from gpu_cases import gl_new_op_cases
 
     # float QUANTIZE input: the quantized tests
@@ -186,7 +186,7 @@ def test_spec_and_flags():
     shared = {f.name: f for f in CL.flags}
     for f in spec.flags:
         assert shared[f.name] == f  # identical specs of the shared GPU flags
-    from acelera.plugins.gpu_common import gpu_precision
+    from acelera.backends.gpu.rules import gpu_precision
     assert delegate(True).precision == gpu_precision({"gpu_precision_loss_allowed": True})
     assert delegate(True).precision["float"] == "float16" and delegate(False).precision["float"] == "float32"
     assert spec.model_types == CL.model_types  # the same quantized-model behaviour as gpu-opencl

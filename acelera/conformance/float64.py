@@ -5,7 +5,7 @@ reference's own error from it (the model's numerical floor, tolerances.py). The 
 widened: every FLOAT32 tensor becomes FLOAT64 (constant data converted exactly) and each node is
 prepared twice, on the widened tensors and on the original float32 ones. At run time a node's
 float64 kernel is used when it exists and agrees with its float32 kernel on the same inputs
-(within WIDE_AGREEMENT of max(1, max|float32 output|): a float64 path that lands somewhere else
+(within WIDE_AGREEMENT of max(1, max|input|, max|float32 output|): a float64 path that lands elsewhere
 is a kernel that does not really take float64, not a rounding difference); otherwise the node
 computes in float32 on its inputs rounded to float32 and its outputs widen again. `narrow`
 names those nodes and why, so a report can say how much of the answer is float64.
@@ -97,9 +97,9 @@ class _WideExecutor(Executor):
                     self.narrow[i] = f"float64 kernel failed ({type(e).__name__})"
                 return base
             got = got if isinstance(got, (tuple, list)) else (got,)
-            if in_shape_pass():
-                return base
-            why = _disagreement(got, base, out_types)
+            why = _disagreement(got, base, out_types, _magnitude(args))
+            if why and in_shape_pass():
+                return base  # placeholder inputs; real inputs decide
             if why:
                 self.narrow[i] = why
                 return base
@@ -108,7 +108,22 @@ class _WideExecutor(Executor):
         return run
 
 
-def _disagreement(wide: Sequence, narrow: Sequence[np.ndarray], types: Sequence[np.dtype]) -> str:
+def _magnitude(args: Sequence) -> float:
+    """The largest finite |value| among a node's float inputs (the scale its rounding works at)."""
+    m = 0.0
+    for a in args:
+        if a is None:
+            continue
+        a = np.asarray(a)
+        if a.dtype.kind == "f" and a.size:
+            fin = a[np.isfinite(a)]
+            if fin.size:
+                m = max(m, float(np.abs(fin).max()))
+    return m
+
+
+def _disagreement(wide: Sequence, narrow: Sequence[np.ndarray], types: Sequence[np.dtype],
+                  magnitude: float = 0.0) -> str:
     if len(wide) != len(narrow):
         return "float64 kernel returned another number of outputs"
     for w, n, dt in zip(wide, narrow, types):
@@ -126,7 +141,7 @@ def _disagreement(wide: Sequence, narrow: Sequence[np.ndarray], types: Sequence[
         if not np.array_equal(a[~fin & ~np.isnan(a)], b[~fin & ~np.isnan(b)]):
             return "float64 kernel's infinities differ"
         if fin.any():
-            scale = max(1.0, float(np.abs(b[fin]).max()))
+            scale = max(1.0, magnitude, float(np.abs(b[fin]).max()))
             if float(np.abs(a[fin] - b[fin]).max()) > WIDE_AGREEMENT * scale:
                 return "float64 kernel disagrees with float32 beyond rounding"
     return ""

@@ -16,6 +16,9 @@ This module also holds what the sibling families (softmax.py, unary.py) share: t
 one-input ops, TFLite's LUTPopulate for 8-bit and interpolated 16-bit tables, glibc's float math (LiteRT calls
 expf/tanhf/...; a one-ulp difference can move a table entry) and the "legacy" per-tensor
 quantization parameters that TFLite kernels read (`tensor->params`).
+
+While widening (registry.widening) the float32 paths (and unary_io, for the families sharing
+it) take FLOAT64 and compute in float64; GELU's float64 path uses math.erfc.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import numpy as np
 
 from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.float_formats import ALIASED_TYPES, table16
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, float_type_names, is_float32, register
 from acelera.core.model import Tensor
 from acelera.core.quant import (multiply_by_quantized_multiplier, quantize_multiplier,
                                 round_half_away, wrap_int32)
@@ -67,12 +70,16 @@ def check_same_type(node: NodeContext, a: Tensor, b: Tensor) -> None:
 
 
 def unary_io(node: NodeContext, allowed: tuple) -> tuple[Tensor, Tensor]:
-    """(input, output) of a one-input elementwise op: same type, one of the `allowed` dtypes."""
+    """(input, output) of a one-input elementwise op: same type, one of the `allowed` dtypes
+    (float64 too where float32 is allowed, while widening: see registry.widening)."""
     x, y = node.inputs[0], node.outputs[0]
     if x is None:
         raise node.unsupported("missing input")
     check_same_type(node, x, y)
-    if x.dtype not in [np.dtype(d) for d in allowed] or x.type_name in ALIASED_TYPES:
+    dts = [np.dtype(d) for d in allowed]
+    if np.dtype(F32) in dts and len(float_type_names()) > 1:
+        dts.append(np.dtype(np.float64))
+    if x.dtype not in dts or x.type_name in ALIASED_TYPES:
         raise node.unsupported(f"input type {x.type_name} is not supported")
     return x, y
 
@@ -303,10 +310,11 @@ _Q8 = (np.int8, np.uint8)
 
 def _relu_like(node: NodeContext, lo: float, hi: float, allowed: tuple):
     x, y = unary_io(node, allowed)
-    if x.dtype == np.float32:
+    if is_float32(x):
+        ft = x.dtype.type
         if hi == math.inf:
-            return lambda a: np.maximum(a, F32(lo))
-        return lambda a: np.clip(a, F32(lo), F32(hi))
+            return lambda a: np.maximum(a, ft(lo))
+        return lambda a: np.clip(a, ft(lo), ft(hi))
     require_per_tensor(node, x, y)
     in_s, in_zp = legacy_qparams(x)
     out_s, out_zp = legacy_qparams(y)
@@ -355,7 +363,7 @@ def relu_0_to_1(node: NodeContext):
 def leaky_relu(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     alpha = F32(node.options.get("alpha", 0.0))
-    if x.dtype == np.float32:
+    if is_float32(x):
         # `x > 0 ? x : x * alpha`, branch-free: for 0 <= alpha <= 1 it is max(x, alpha x),
         # for alpha > 1 min(x, alpha x); otherwise split into the two signed parts.
         if 0 <= alpha <= 1:
@@ -383,9 +391,10 @@ def leaky_relu(node: NodeContext):
 
 def _prelu_float(a: np.ndarray, alpha) -> np.ndarray:
     """x >= 0 ? x : x * alpha as min(x, 0) * alpha + max(x, 0) (exact; no masked select)."""
-    out = np.minimum(a, F32(0))
+    zero = a.dtype.type(0)
+    out = np.minimum(a, zero)
     out *= alpha
-    out += np.maximum(a, F32(0))
+    out += np.maximum(a, zero)
     return out
 
 
@@ -399,9 +408,9 @@ def prelu(node: NodeContext):
     if np.broadcast_shapes(x.shape, alpha_t.shape) != tuple(x.shape):
         raise node.unsupported(f"alpha shape {alpha_t.shape} does not broadcast to input shape {x.shape}")
     const_alpha = node.const(1)
-    if x.dtype == np.float32:
-        if alpha_t.dtype != np.float32:
-            raise node.unsupported(f"alpha type {alpha_t.type_name} with float32 input")
+    if is_float32(x):
+        if alpha_t.dtype != x.dtype:
+            raise node.unsupported(f"alpha type {alpha_t.type_name} with {x.type_name.lower()} input")
 
         def run_f(a, al):
             with np.errstate(all="ignore"):
@@ -476,7 +485,7 @@ def _elu_transform(v):
 @ndarray_kernel
 def elu(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8))
-    if x.dtype == np.float32:
+    if is_float32(x):
         def run(a):
             return np.where(a < 0, np.expm1(a), a)
         return float_kernel(run)
@@ -498,12 +507,14 @@ def _downscale_to_int16(m: int) -> int:
 @ndarray_kernel
 def hard_swish(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.uint8, np.int8))
-    if x.dtype == np.float32:
+    if is_float32(x):
+        ft = x.dtype.type
+
         def run(a):
-            t = a + F32(3)
-            np.clip(t, F32(0), F32(6), out=t)
+            t = a + ft(3)
+            np.clip(t, ft(0), ft(6), out=t)
             t *= a
-            t /= F32(6)
+            t /= ft(6)
             return t
         return float_kernel(run)
     require_per_tensor(node, x, y)
@@ -564,6 +575,17 @@ def _gelu_exact_f32(a: np.ndarray) -> np.ndarray:
     return p
 
 
+def _gelu_exact_f64(a: np.ndarray) -> np.ndarray:
+    """0.5 x erfc(-x / sqrt 2) in float64 (math.erfc per element: the float64 answer of the
+    float graph, conformance/float64.py, not a hot path)."""
+    e = np.frompyfunc(math.erfc, 1, 1)(a * -math.sqrt(0.5))
+    return (0.5 * a) * np.asarray(e, np.float64)
+
+
+def _gelu_approx_f64(a: np.ndarray) -> np.ndarray:
+    return 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a * a * a)))
+
+
 def _gelu_transform(v):
     v = np.asarray(v, F32)
     return (F32(0.5) * v) * libm("erfc")(v * _NEG_SQRT1_2)
@@ -600,6 +622,8 @@ def gelu(node: NodeContext):
     if x.dtype == np.float16:
         table = _gelu_half_table(approximate)
         return lambda a: lut_apply(a, table)
+    if x.dtype == np.float64 and is_float32(x):
+        return float_kernel(_gelu_approx_f64 if approximate else _gelu_exact_f64)
     if x.dtype == np.float32:
         if approximate:
             def run_a(a):
@@ -743,13 +767,15 @@ def logistic(node: NodeContext):
         table = _half_table("LOGISTIC", x.type_name)
         return lambda a: lut_apply(a, table)
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
-    if x.dtype == np.float32:
+    if is_float32(x):
+        one = x.dtype.type(1)
+
         def run(a):
             # 1 / (1 + exp(-x)) everywhere: LiteRT's cut-offs (1 above 16.62, exp(x) below -9)
             # differ from it by less than 6.1e-8, far inside float tolerance.
             t = np.negative(a)
             np.exp(t, out=t)
-            t += F32(1)
+            t += one
             return np.reciprocal(t, out=t)
         return float_kernel(run)
     require_per_tensor(node, x, y)
@@ -775,7 +801,7 @@ def tanh(node: NodeContext):
         table = _half_table("TANH", x.type_name)
         return lambda a: lut_apply(a, table)
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
-    if x.dtype == np.float32:
+    if is_float32(x):
         return lambda a: np.tanh(a)
     require_per_tensor(node, x, y)
     if x.dtype == np.int16:

@@ -9,7 +9,8 @@
 
 A divisor of 0 fails LiteRT's invoke (FLOOR_DIV: any type; FLOOR_MOD: integers) and fails
 acelera's the same way (KernelError "Division by 0"), except in allocate_tensors' shape pass on
-placeholder zeros; a constant integer zero divisor makes the node unsupported.
+placeholder zeros; a constant integer zero divisor makes the node unsupported. While widening
+(registry.widening) the float32 paths of ADD_N, FLOOR_DIV and FLOOR_MOD take FLOAT64.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from acelera.core.errors import ModelError
 from acelera.core.kernels.activations import ndarray_kernel, unary_io
-from acelera.core.kernels.binary import F32, I8, I16, I32, I64, binary_operands, scalar_safe
+from acelera.core.kernels.binary import FLOATS, I8, I16, I32, I64, binary_operands, float_dtypes, scalar_safe
 from acelera.core.kernels.registry import NodeContext, check_divisor, register
 
 
@@ -27,7 +28,7 @@ def add_n(node: NodeContext):
     if not ins or any(t is None for t in ins) or len(node.outputs) != 1:
         raise ModelError("ADD_N: expects at least 1 input and 1 output")
     dt = ins[0].dtype
-    if dt not in (F32, I32):
+    if dt not in float_dtypes() | {I32}:
         raise node.unsupported(f"input type {ins[0].type_name} is not supported")
     if any(t.dtype != dt for t in ins) or node.outputs[0].dtype != dt:
         raise node.unsupported("inputs and output must have one type")
@@ -44,20 +45,20 @@ def add_n(node: NodeContext):
 
 
 def _int_operands(node: NodeContext, allowed):
-    a, b, _ = binary_operands(node, allowed)
-    if a.dtype != F32 and b.data is not None and np.any(b.data == 0):
+    a, b, _ = binary_operands(node, allowed | float_dtypes())
+    if a.dtype not in FLOATS and b.data is not None and np.any(b.data == 0):
         raise node.unsupported("division by zero (constant divisor holds zero)")
     return a
 
 
 @register("FLOOR_DIV", max_version=3, dtypes=("FLOAT32", "INT8", "INT16", "INT32"))
 def floor_div(node: NodeContext):
-    dt = _int_operands(node, {F32, I8, I16, I32}).dtype
-    if dt == F32:
+    dt = _int_operands(node, {I8, I16, I32}).dtype
+    if dt in FLOATS:
         def run_f(x, y):
             check_divisor(y, 0, "Division by 0")
             with np.errstate(all="ignore"):
-                return np.floor(x.astype(np.float64) / y.astype(np.float64)).astype(np.float32)
+                return np.floor(x.astype(np.float64) / y.astype(np.float64)).astype(dt)
         return scalar_safe(run_f)
 
     def run_i(x, y):
@@ -69,11 +70,12 @@ def floor_div(node: NodeContext):
 
 @register("FLOOR_MOD", max_version=2, dtypes=("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
 def floor_mod(node: NodeContext):
-    if _int_operands(node, {F32, I8, I16, I32, I64}).dtype == F32:
+    dt = _int_operands(node, {I8, I16, I32, I64}).dtype
+    if dt in FLOATS:
         def run_f(x, y):
             with np.errstate(all="ignore"):
                 m = np.fmod(x, y)
-                return np.where((m != 0) & ((y < 0) != (m < 0)), m + y, m).astype(np.float32)
+                return np.where((m != 0) & ((y < 0) != (m < 0)), m + y, m).astype(dt)
         return scalar_safe(run_f)
 
     def run_i(x, y):

@@ -15,6 +15,7 @@ squared_difference,pow}.cc and internal/reference/*):
 * quantized 8-bit ops are evaluated through a 256x256 lookup table built in prepare with the
   exact fixed-point formula (bit-exact by construction, one gather per element at run time);
   int16 ops use the same fixed-point formulas vectorized over int64.
+* while widening (registry.widening) the float32 paths take FLOAT64 and compute in it.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from acelera.core.errors import AceleraError, ModelError
 from acelera.core.kernels.common import (FLT_MAX, RELU, RELU6, RELU_N1_TO_1, domain,
                                          float_activation_bounds, quantized_activation_range)
 from acelera.core.kernels.float_formats import ALIASED_TYPES, to_f32
-from acelera.core.kernels.registry import NodeContext, check_divisor, register
+from acelera.core.kernels.registry import NodeContext, check_divisor, float_type_names, register
 from acelera.core.model import Tensor
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar_inplace as mbqm_inplace
@@ -41,8 +42,14 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 F32, I8, U8, I16, I32, I64, U32 = (np.dtype(t) for t in (np.float32, np.int8, np.uint8, np.int16,
                                                            np.int32, np.int64, np.uint32))
-F16, C64 = np.dtype(np.float16), np.dtype(np.complex64)
+F16, C64, F64 = np.dtype(np.float16), np.dtype(np.complex64), np.dtype(np.float64)
 QUANT8 = (I8, U8)
+FLOATS = (F32, F64)  # the float32 paths, which take float64 while widening
+
+
+def float_dtypes() -> set[np.dtype]:
+    """The dtypes of a float32 path now: float32, plus float64 while widening."""
+    return {F64, F32} if len(float_type_names()) > 1 else {F32}
 
 
 class InvokeError(AceleraError):
@@ -144,13 +151,14 @@ def int_range(act: int, dtype: np.dtype) -> tuple[int, int] | None:
     return int(cast[0]), int(cast[1])
 
 
-def float_clamp(act: int):
-    """In-place clamp of a float32 result to the activation range (always at least +-FLT_MAX).
+def float_clamp(act: int, dtype: np.dtype = F32):
+    """In-place clamp of a float32 (or float64) result to the activation range (always at
+    least +-FLT_MAX).
 
     Overflow warnings are not silenced here (np.errstate costs more than the op on small
     tensors); a float overflow only shows numpy's RuntimeWarning.
     """
-    lo, hi = (np.float32(v) for v in float_activation_bounds(act))
+    lo, hi = (dtype.type(v) for v in float_activation_bounds(act))
 
     def clamp(r):
         r = np.asarray(r)
@@ -384,13 +392,13 @@ def _add_sub(node: NodeContext, sign: int):
     """ADD (sign=+1) and SUB (sign=-1)."""
     op = node.op.name
     act = activation(node)
-    allowed = {F32, I32, I64, U8, I8, I16} | ({F16} if op == "ADD" else set())
+    allowed = {I32, I64, U8, I8, I16} | float_dtypes() | ({F16} if op == "ADD" else set())
     a, b, out = binary_operands(node, allowed)
     dt = a.dtype
     ufunc = np.add if sign > 0 else np.subtract
 
-    if dt in (F32, F16):
-        clamp = float_clamp(act) if dt == F32 else half_clamp(act)
+    if dt in (F32, F64, F16):
+        clamp = half_clamp(act) if dt == F16 else float_clamp(act, dt)
 
         def run(x, y):
             return clamp(ufunc(x, y))
@@ -507,15 +515,15 @@ def mul(node: NodeContext):
     out = node.outputs[0]
     if a.dtype == I16 and out.dtype in QUANT8:
         return _mul_int16_to_8(node, act)
-    a, b, out = binary_operands(node, {F32, F16, I32, I64, I16, U32, U8, I8, C64})
+    a, b, out = binary_operands(node, {F16, I32, I64, I16, U32, U8, I8, C64} | float_dtypes())
     dt = a.dtype
     if dt == C64:
         if act:
             raise node.unsupported("a fused activation is not allowed for COMPLEX64 inputs")
         return _complex_mul
 
-    if dt in (F32, F16):
-        clamp = float_clamp(act) if dt == F32 else half_clamp(act)
+    if dt in (F32, F64, F16):
+        clamp = half_clamp(act) if dt == F16 else float_clamp(act, dt)
 
         def run(x, y):
             return clamp(np.multiply(x, y))
@@ -625,15 +633,15 @@ def _mul_int16_to_8(node: NodeContext, act: int):
 @register("DIV", max_version=2, dtypes=("FLOAT32", "INT32", "UINT8", "INT8", "INT16"))
 def div(node: NodeContext):
     act = activation(node)
-    a, b, out = binary_operands(node, {F32, I32, U8, I8, I16})
+    a, b, out = binary_operands(node, {I32, U8, I8, I16} | float_dtypes())
     dt = a.dtype
-    if b.data is not None and dt != F32:
+    if b.data is not None and dt not in FLOATS:
         zero = qparams(node, b, "input 2")[1] if dt != I32 else 0
         if np.any(b.data == zero):
             raise node.unsupported("division by zero (constant divisor holds zero)")
 
-    if dt == F32:
-        clamp = float_clamp(act)
+    if dt in FLOATS:
+        clamp = float_clamp(act, dt)
 
         def run(x, y):
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -754,11 +762,11 @@ def _max_min(node: NodeContext, greater: bool):
             with np.errstate(invalid="ignore"):
                 return np.where(better(to_f32(x, half), to_f32(y, half)), x, y)
         return scalar_safe(run_half)
-    binary_operands(node, {F32, U8, I8, I16, I32, I64})
+    binary_operands(node, {U8, I8, I16, I32, I64} | float_dtypes())
     # Plain comparison of stored values (quantized operands are not rescaled), and
     # `a > b ? a : b` semantics for NaN.
     a = node.input(0)
-    if a.dtype != F32:
+    if a.dtype not in FLOATS:
         ufunc = np.maximum if greater else np.minimum
         return scalar_safe(ufunc)
     ufunc = np.fmax if greater else np.fmin
@@ -789,8 +797,8 @@ def minimum(node: NodeContext):
 
 @register("SQUARED_DIFFERENCE", max_version=2, dtypes=("FLOAT32", "INT32", "INT8"))
 def squared_difference(node: NodeContext):
-    a, b, out = binary_operands(node, {F32, I32, I8})
-    if a.dtype in (F32, I32):
+    a, b, out = binary_operands(node, {I32, I8} | float_dtypes())
+    if a.dtype in (F32, F64, I32):
         def run(x, y):
             d = np.asarray(np.subtract(x, y))
             return np.multiply(d, d, out=d)
@@ -820,8 +828,9 @@ def squared_difference(node: NodeContext):
 
 @register("POW", max_version=1, dtypes=("FLOAT32", "INT32"))
 def pow_(node: NodeContext):
-    a, b, out = binary_operands(node, {F32, I32})
+    a, b, out = binary_operands(node, {I32} | float_dtypes())
     dt = a.dtype
+    is_float = dt in FLOATS
     requires_broadcast = a.shape != b.shape
 
     def integer_exponent(y: np.ndarray) -> int | None:
@@ -829,7 +838,7 @@ def pow_(node: NodeContext):
         if not requires_broadcast or y.size != 1:
             return None
         e = y.reshape(-1)[0]
-        if dt == F32:
+        if is_float:
             if not np.isfinite(e) or abs(float(e)) >= 2 ** 31:
                 return None
             n = int(round_half_away(e))
@@ -844,11 +853,11 @@ def pow_(node: NodeContext):
             return x.copy()
         r = repeated_squaring(x, n // 2)
         r = np.multiply(r, r, out=r)
-        if dt == F32:
+        if is_float:
             clip_ufunc(r, -FLT_MAX, FLT_MAX, out=r)
         if n % 2:
             r = np.multiply(x, r, out=r)
-            if dt == F32:
+            if is_float:
                 clip_ufunc(r, -FLT_MAX, FLT_MAX, out=r)
         return r
 
@@ -861,8 +870,8 @@ def pow_(node: NodeContext):
             with np.errstate(over="ignore", invalid="ignore"):
                 return repeated_squaring(x, n).reshape(shape)
         with np.errstate(all="ignore"):
-            if dt == F32:
-                return np.asarray(np.power(x, y), F32).reshape(shape)
+            if is_float:
+                return np.asarray(np.power(x, y), dt).reshape(shape)
             # std::pow(int, int) computes in double; the double -> int32 conversion of an
             # out-of-range value gives INT32_MIN on x86 (cvttsd2si).
             r = np.power(x.astype(np.float64), y.astype(np.float64))

@@ -8,6 +8,7 @@ CONCATENATION copies each input a contiguous run at a time (see `copy_block`).
 
 LiteRT refuses a fused activation on CONCATENATION; acelera applies RELU, RELU_N1_TO_1 and
 RELU6 (clamping in float, or to the quantized activation range for quantized outputs).
+While widening (registry.widening) all five also take FLOAT64.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from acelera.core.kernels.common import (NONE, RELU, RELU6, RELU_N1_TO_1, check_same_type, check_type,
                                          quantized_activation_range)
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, float_type_names, is_float32, register
 from acelera.core.kernels.reshape import copy_block, declared_zeros, is_placeholder, legacy_qparams, same_qparams
 from acelera.core.quant import round_half_away
 
@@ -52,7 +53,7 @@ def concatenation(node: NodeContext):
     if not ins or any(t is None for t in ins):
         raise ValueError("CONCATENATION needs at least one input and no absent inputs")
     t0 = ins[0]
-    check_type(node, t0, CONCAT_TYPES)
+    check_type(node, t0, CONCAT_TYPES.union(float_type_names()))
     check_same_type(node, t0, out_t)
     for t in ins[1:]:
         if t.type != t0.type:
@@ -96,7 +97,7 @@ def concatenation(node: NodeContext):
     if act != NONE:
         if act not in _FLOAT_ACT:
             raise node.unsupported(f"fused activation {act}")
-        if name in ("FLOAT32", "FLOAT16"):
+        if name == "FLOAT16" or is_float32(t0):
             clamp = _FLOAT_ACT[act]
         elif name in ("UINT8", "INT8", "INT16") and out_t.quantization.is_set:
             o_s, o_z = legacy_qparams(out_t)
@@ -188,7 +189,7 @@ def _cut(x: np.ndarray, axis: int, sizes: list[int]) -> tuple[np.ndarray, ...]:
 
 
 def _check_outputs(node: NodeContext, x_t, allowed) -> None:
-    check_type(node, x_t, allowed)
+    check_type(node, x_t, allowed.union(float_type_names()))
     for o in node.outputs:
         check_same_type(node, x_t, o)
 
@@ -269,7 +270,7 @@ def pack(node: NodeContext):
     if count != len(ins) or count < 1 or any(t is None for t in ins):
         raise ValueError(f"PACK values_count {count} but the node has {len(ins)} inputs")
     t0 = ins[0]
-    check_type(node, t0, PACK_TYPES)
+    check_type(node, t0, PACK_TYPES.union(float_type_names()))
     check_same_type(node, t0, out_t)
     rank = len(t0.shape)
     axis = int(node.options.get("axis", 0))

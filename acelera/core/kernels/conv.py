@@ -15,6 +15,9 @@ by the model loader and run the int8 code.
 
 These helpers (geometry, requantization, hybrid input quantization, bias and clamp) are also
 used by transpose_conv.py; activation ranges and output sizes are common.py's.
+
+While widening (registry.widening, conformance/float64.py) the float paths take FLOAT64 and
+compute in it; the hybrid paths stay float32 and refuse a FLOAT64 input.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from acelera.core import quant
 from acelera.core.errors import ModelError
 from acelera.core.kernels.common import (SAME, check_same_type, float_activation_bounds, out_size,
                                          pad_before, quantized_activation_range)
-from acelera.core.kernels.registry import Kernel, NodeContext, register
+from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 from acelera.core.model import Tensor
 
 F32_EXACT = float(1 << 24)  # every integer of magnitude <= 2**24 is exact in float32
@@ -215,9 +218,9 @@ def asymmetric_quantize_batches(x: np.ndarray, dtype) -> tuple[np.ndarray, np.nd
 def finish_float(out: np.ndarray, bias: np.ndarray | None, bounds: tuple[float, float] | None = None
                  ) -> np.ndarray:
     """out += bias (one value per output channel), then the clamp to the fused activation's
-    `bounds`, in place in the float32 result."""
+    `bounds`, in place in the float result (float32, or float64 while widening)."""
     if bias is not None:
-        out += bias.reshape(-1).astype(np.float32, copy=False)
+        out += bias.reshape(-1).astype(out.dtype, copy=False)
     if bounds is not None:
         np.clip(out, bounds[0], bounds[1], out=out)
     return out
@@ -396,10 +399,11 @@ def conv_2d(node: NodeContext) -> Kernel:
     check_same_type(node, x_t, y_t)
     xt, wt = x_t.type, w_t.type
 
-    if xt == T_FLOAT32:
-        _check_filter_type(node, x_t, w_t, (T_FLOAT32, T_INT8, T_INT4))
-        bias_vector(node, b_t, o, (T_FLOAT32,))
-        if wt == T_FLOAT32:
+    if is_float32(x_t):
+        _check_filter_type(node, x_t, w_t, (xt, T_INT8, T_INT4))
+        _hybrid_is_float32(node, x_t, w_t)
+        bias_vector(node, b_t, o, (xt,))
+        if wt == xt:
             return _conv_float(node, g, groups, act, out_shape)
         return _conv_hybrid(node, g, groups, act, out_shape)
     if xt not in QUANT_FILTER_TYPES:
@@ -429,6 +433,12 @@ def int16_wide(node: NodeContext, b_t: Tensor | None, channels: int) -> bool:
     return qbt == T_INT64
 
 
+def _hybrid_is_float32(node: NodeContext, x_t: Tensor, w_t: Tensor) -> None:
+    """The hybrid (integer filter) kernels compute in float32: refuse a widened input."""
+    if w_t.type != x_t.type and x_t.type != T_FLOAT32:
+        raise node.unsupported(f"{w_t.type_name} filter with {x_t.type_name} input is not supported")
+
+
 def _zero_shape(out_shape, dtype) -> Kernel:
     def run(*_):
         return np.zeros(out_shape, dtype)
@@ -436,16 +446,17 @@ def _zero_shape(out_shape, dtype) -> Kernel:
 
 
 def _conv_float(node: NodeContext, g: Geometry, groups: int, act: int, out_shape) -> Kernel:
+    dt = node.outputs[0].dtype
     if g.empty:
-        return _zero_shape(out_shape, np.float32)
+        return _zero_shape(out_shape, dt)
     bounds = float_activation_bounds(act)
     w_const = node.const(1)
-    wm_const = None if w_const is None else weight_matrix(w_const, groups, np.float32)
+    wm_const = None if w_const is None else weight_matrix(w_const, groups, dt)
     b_const = node.const(2)
 
     def run(x, w, b=None):
-        wm = wm_const if wm_const is not None else weight_matrix(w, groups, np.float32)
-        cols = g.im2col(np.asarray(x, np.float32), groups)
+        wm = wm_const if wm_const is not None else weight_matrix(w, groups, dt)
+        cols = g.im2col(np.asarray(x, dt), groups)
         out = grouped_matmul(cols, wm, groups)
         finish_float(out, b_const if b_const is not None else b, bounds)
         return out.reshape(out_shape)
@@ -562,10 +573,11 @@ def depthwise_conv_2d(node: NodeContext) -> Kernel:
             raise node.unsupported(f"depth_multiplier option {dm} does not match the filter "
                                    f"({o} channels for {c} input channels)")
 
-    if xt == T_FLOAT32:
-        bias_vector(node, b_t, o, (T_FLOAT32,))
-        _check_filter_type(node, x_t, w_t, (T_FLOAT32, T_INT8))
-        if wt == T_FLOAT32:
+    if is_float32(x_t):
+        bias_vector(node, b_t, o, (xt,))
+        _check_filter_type(node, x_t, w_t, (xt, T_INT8))
+        _hybrid_is_float32(node, x_t, w_t)
+        if wt == xt:
             return _dw_float(node, g, mult, act, out_shape)
         return _dw_hybrid(node, g, mult, act, out_shape)
     if xt not in QUANT_FILTER_TYPES:
@@ -596,17 +608,18 @@ def _expand(x: np.ndarray, mult: int) -> np.ndarray:
 
 
 def _dw_float(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) -> Kernel:
+    dt = node.outputs[0].dtype
     if g.empty:
-        return _zero_shape(out_shape, np.float32)
+        return _zero_shape(out_shape, dt)
     bounds = float_activation_bounds(act)
     w_const = node.const(1)
-    wc = None if w_const is None else np.ascontiguousarray(w_const[0], np.float32)
+    wc = None if w_const is None else np.ascontiguousarray(w_const[0], dt)
     b_const = node.const(2)
 
     def run(x, w, b=None):
-        wk = wc if wc is not None else np.asarray(w[0], np.float32)
-        xp = g.pad(_expand(np.asarray(x, np.float32), mult))
-        out = _dw_taps(g, xp, wk, np.float32)
+        wk = wc if wc is not None else np.asarray(w[0], dt)
+        xp = g.pad(_expand(np.asarray(x, dt), mult))
+        out = _dw_taps(g, xp, wk, dt)
         return finish_float(out, b_const if b_const is not None else b, bounds)
     return run
 

@@ -8,7 +8,8 @@ block of the input with the tap's (in, out) weight matrix, added to the block of
 reaches. A tap only touches the output positions whose input position lies inside the volume,
 so padding is skipped exactly as LiteRT skips it (nothing is multiplied by a padding zero).
 Output sizes follow ComputeOutSize, which yields 0 (not an error) for a VALID window larger
-than the input; LiteRT refuses an unknown padding.
+than the input; LiteRT refuses an unknown padding. While widening (registry.widening) both
+take FLOAT64 tensors and compute in float64.
 """
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from acelera.core import model as _model
 from acelera.core.errors import ModelError
 from acelera.core.executor import KernelError
 from acelera.core.kernels.common import SAME, VALID, float_activation_bounds
-from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
+from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, is_float32, register
 from acelera.core.model import Tensor
 
-_FLOAT32, _INT32 = 0, 2
+_INT32 = 2
 
 
 def _options(node: NodeContext) -> tuple[int, tuple[int, int, int], tuple[int, int, int], int]:
@@ -70,15 +71,15 @@ def _check_common(node: NodeContext, x_t: Tensor, w_t: Tensor, bias_t: Tensor | 
     out_t = node.outputs[0]
     if len(x_t.shape) != 5 or len(w_t.shape) != 5:
         raise ModelError(f"input and filter must be 5-D, got {list(x_t.shape)} and {list(w_t.shape)}")
-    if x_t.type != _FLOAT32:
+    if not is_float32(x_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported (FLOAT32 only)")
-    if w_t.type != _FLOAT32:
+    if w_t.type != x_t.type:
         raise node.unsupported(f"filter type {w_t.type_name} is not supported (FLOAT32 only)")
-    if out_t.type != _FLOAT32:
-        raise node.unsupported(f"output type {out_t.type_name} differs from input type FLOAT32")
+    if out_t.type != x_t.type:
+        raise node.unsupported(f"output type {out_t.type_name} differs from input type {x_t.type_name}")
     if bias_t is not None:
-        if bias_t.type != _FLOAT32:
-            raise node.unsupported(f"bias type {bias_t.type_name} differs from input type FLOAT32")
+        if bias_t.type != x_t.type:
+            raise node.unsupported(f"bias type {bias_t.type_name} differs from input type {x_t.type_name}")
         n_bias = int(np.prod(bias_t.shape, dtype=np.int64))
         if n_bias != w_t.shape[bias_size_dim]:
             raise ModelError(f"bias has {n_bias} elements for {w_t.shape[bias_size_dim]} output channels")
@@ -116,7 +117,8 @@ def conv_3d(node: NodeContext) -> Kernel:
     pads = tuple(_pad(s, k, st, d, o) for s, k, st, d, o in zip(spatial, ksize, strides, dilations, outs))
     co = w_t.shape[4]
     out_shape = (n, *outs, co)
-    _check_bytes(out_shape, 4, "output")
+    dt = node.outputs[0].dtype
+    _check_bytes(out_shape, dt.itemsize, "output")
     const_w = node.const(1)
     const_b = node.const(2) if bias_t is not None else None
 
@@ -136,15 +138,15 @@ def conv_3d(node: NodeContext) -> Kernel:
     def run(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
         w = const_w if const_w is not None else w
         b = const_b if const_b is not None else b
-        acc = np.zeros(out_shape, np.float32)
+        acc = np.zeros(out_shape, dt)
         if acc.size:
             for (kd, kh, kw), ranges in taps:
                 src = tuple(slice(start, start + (hi - lo - 1) * st + 1, st)
                             for (lo, hi, start), st in zip(ranges, strides))
                 dst = tuple(slice(lo, hi) for lo, hi, _ in ranges)
                 block = x[(slice(None),) + src]
-                acc[(slice(None),) + dst] += np.matmul(block, w[kd, kh, kw], dtype=np.float32)
-        return _finish(acc, None if b is None else np.asarray(b, np.float32).reshape(-1), act)
+                acc[(slice(None),) + dst] += np.matmul(block, w[kd, kh, kw], dtype=dt)
+        return _finish(acc, None if b is None else np.asarray(b, dt).reshape(-1), act)
 
     return run
 
@@ -169,6 +171,7 @@ def conv_3d_transpose(node: NodeContext) -> Kernel:
     const_w = node.const(1)
     const_b = node.const(3) if bias_t is not None else None
     declared = node.outputs[0].shape
+    dt = node.outputs[0].dtype
 
     def geometry(dims: np.ndarray):
         """Validate output_shape (ResizeOutputAndTemporaryTensors); (shape, leading pads)."""
@@ -184,7 +187,7 @@ def conv_3d_transpose(node: NodeContext) -> Kernel:
         if fwd != tuple(spatial_in):
             raise KernelError(f"output_shape {list(shape)} convolves to spatial size {list(fwd)}, "
                               f"not the input's {list(spatial_in)}")
-        _check_bytes(shape, 4, "output")
+        _check_bytes(shape, dt.itemsize, "output")
         pads = tuple(_pad(s, k, st, d, o) for s, k, st, d, o in zip(sp, ksize, strides, dilations, spatial_in))
         return shape, pads
 
@@ -199,11 +202,11 @@ def conv_3d_transpose(node: NodeContext) -> Kernel:
                 shape, pads = geometry(dims)
             except KernelError:
                 if in_shape_pass():  # placeholder zeros: keep the declared shape until invoke
-                    return np.zeros(declared, np.float32)
+                    return np.zeros(declared, dt)
                 raise
         w = const_w if const_w is not None else w
         b = const_b if const_b is not None else b
-        acc = np.zeros(shape, np.float32)
+        acc = np.zeros(shape, dt)
         sp = shape[1:4]
         if acc.size and x.size:
             wt = np.swapaxes(w, 3, 4)  # (kd, kh, kw, ci, co)
@@ -220,7 +223,7 @@ def conv_3d_transpose(node: NodeContext) -> Kernel:
                         if any(s.stop <= s.start for s in src):
                             continue
                         block = x[(slice(None),) + tuple(src)]
-                        acc[(slice(None),) + tuple(dst)] += np.matmul(block, wt[kd, kh, kw], dtype=np.float32)
-        return _finish(acc, None if b is None else np.asarray(b, np.float32).reshape(-1), act)
+                        acc[(slice(None),) + tuple(dst)] += np.matmul(block, wt[kd, kh, kw], dtype=dt)
+        return _finish(acc, None if b is None else np.asarray(b, dt).reshape(-1), act)
 
     return run

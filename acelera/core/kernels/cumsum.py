@@ -4,6 +4,7 @@ tflite/kernels/internal/optimized/optimized_ops.h).
 LiteRT's Eigen scan adds one element at a time to an accumulator that starts at zero, in the
 input type (integers wrap); exclusive writes the accumulator before adding, reverse scans from
 the end. numpy's cumsum over [0, x0, x1, ...] performs exactly those float32 additions.
+While widening (registry.widening) FLOAT64 is taken too.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from acelera.core.dtypes import TYPE_CODES
 from acelera.core.executor import KernelError
 from acelera.core.kernels.array_util import check_arity, same_type_output
-from acelera.core.kernels.registry import Kernel, NodeContext, register
+from acelera.core.kernels.registry import Kernel, NodeContext, float_type_names, register
 
 _INT32, _INT64 = TYPE_CODES["INT32"], TYPE_CODES["INT64"]
 _TYPES = ("INT32", "FLOAT32", "INT64")
@@ -22,7 +23,7 @@ _TYPES = ("INT32", "FLOAT32", "INT64")
 def cumsum(node: NodeContext) -> Kernel:
     check_arity(node, 2, 1)
     x_t, axis_t = node.inputs
-    if x_t.type_name not in _TYPES:
+    if x_t.type_name not in _TYPES + float_type_names():
         raise node.unsupported(f"input type {x_t.type_name} is not supported (INT32, FLOAT32, INT64)")
     if axis_t.type != _INT32:
         raise node.unsupported(f"axis of type {axis_t.type_name} is not supported (INT32)")

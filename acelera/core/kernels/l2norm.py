@@ -2,13 +2,14 @@
 
 Quantized outputs have the fixed scale 1/128 (zero point 128 for uint8, 0 for int8); each
 row's inverse norm comes from GetInvSqrtQuantizedMultiplierExp, as in LiteRT's reference.
+While widening (registry.widening) the float path takes FLOAT64 and computes in it.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from acelera.core.kernels.common import NONE, scale_zp
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, is_float32, register
 from acelera.core.kernels.unary import _inv_sqrt_multiplier_exp
 from acelera.core.quant import multiply_by_quantized_multiplier
 
@@ -20,12 +21,15 @@ def l2_normalization(node: NodeContext):
     x, y = node.inputs[0], node.outputs[0]
     if node.options.get("fused_activation_function", NONE) != NONE:
         raise node.unsupported("fused activations are not supported")
-    if x.dtype != y.dtype or x.dtype not in (np.float32, np.uint8, np.int8):
+    if x.dtype != y.dtype or (x.dtype not in (np.uint8, np.int8) and not is_float32(x)):
         raise node.unsupported(f"input type {x.type_name} with output {y.type_name} is not supported")
-    if x.dtype == np.float32:
+    if is_float32(x):
+        dt = x.dtype
+        eps = dt.type(EPSILON)
+
         def run(a):
-            norm = np.sqrt(np.sum(a * a, axis=-1, keepdims=True, dtype=np.float32))
-            return (a / np.maximum(norm, EPSILON)).astype(np.float32)
+            norm = np.sqrt(np.sum(a * a, axis=-1, keepdims=True, dtype=dt))
+            return (a / np.maximum(norm, eps)).astype(dt)
         return run
     out_scale, out_zp = scale_zp(y)
     want_zp = 128 if y.dtype == np.uint8 else 0

@@ -4,14 +4,14 @@ PAD/PADV2 fill with the constant value (input 2), or with 0 -- for quantized uin
 quantized int8/int16 the output zero point, as LiteRT's EvalInt does. The output is filled in
 one memset-like pass and the input copied into the interior a contiguous run at a time (see
 `copy_block`). MIRROR_PAD gathers rows per padded axis (REFLECT excludes the edge,
-SYMMETRIC repeats it).
+SYMMETRIC repeats it). While widening (registry.widening) PAD/PADV2 also take FLOAT64.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from acelera.core.kernels.common import check_same_type, check_type
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, float_type_names, register
 from acelera.core.kernels.reshape import SIZED_TYPES, copy_block, legacy_qparams, same_qparams
 
 # FLOAT8 (v6; LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) pads uint8 bit patterns,
@@ -58,7 +58,7 @@ def _pad_prepare(node: NodeContext):
     x_t, pad_t = node.inputs[0], node.inputs[1]
     out_t = node.outputs[0]
     c_t = node.input(2)
-    check_type(node, x_t, PAD_TYPES)
+    check_type(node, x_t, PAD_TYPES.union(float_type_names()))
     check_same_type(node, x_t, out_t)
     check_type(node, pad_t, PADDING_TYPES, "paddings")
     rank = len(x_t.shape)

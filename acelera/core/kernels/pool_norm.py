@@ -10,6 +10,7 @@ taps along the height, one along the width.
 
 LRN follows the reference kernel, whose window over channels is [c - radius, c + radius)
 (the optimized kernel LiteRT uses by default includes c + radius; BUILTIN_REF does not).
+While widening (registry.widening) both take FLOAT64 and compute in it.
 """
 from __future__ import annotations
 
@@ -17,9 +18,7 @@ import numpy as np
 
 from acelera.core.errors import ModelError
 from acelera.core.kernels.common import SAME, VALID, float_activation_bounds
-from acelera.core.kernels.registry import Kernel, NodeContext, register
-
-_FLOAT32 = 0
+from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 
 
 def _out_size(padding: int, size: int, filt: int, stride: int) -> int | None:
@@ -40,7 +39,7 @@ def _window_sum(x: np.ndarray, axis: int, filt: int, stride: int, out: int, befo
     xp = np.pad(x, widths) if before or after else x
     lead = (slice(None),) * axis
     span = (out - 1) * stride + 1
-    acc = np.zeros(x.shape[:axis] + (out,) + x.shape[axis + 1:], np.float32)
+    acc = np.zeros(x.shape[:axis] + (out,) + x.shape[axis + 1:], x.dtype)
     for t in range(filt):
         acc += xp[lead + (slice(t, t + span, stride),)]
     return acc
@@ -63,8 +62,10 @@ def l2_pool_2d(node: NodeContext) -> Kernel:
     x_t, out_t = _one_4d_input(node, "L2_POOL_2D")
     if x_t.type != out_t.type:
         raise node.unsupported(f"output type {out_t.type_name} differs from input type {x_t.type_name}")
-    if x_t.type != _FLOAT32:
+    if not is_float32(x_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported (FLOAT32 only)")
+    dt = x_t.dtype
+
     def get(key: str) -> int:
         return int(node.options.get(key, 0) or 0)
 
@@ -84,14 +85,14 @@ def l2_pool_2d(node: NodeContext) -> Kernel:
         def taps(out, stride, pad, filt, size):
             origin = np.arange(out) * stride - pad
             return np.minimum(filt, size - origin) - np.maximum(0, -origin)
-        count = np.multiply.outer(taps(oh, sh, pad_h, fh, h), taps(ow, sw, pad_w, fw, w)).astype(np.float32)
+        count = np.multiply.outer(taps(oh, sh, pad_h, fh, h), taps(ow, sw, pad_w, fw, w)).astype(dt)
         count = count[None, :, :, None]
     lo, hi = (np.float32(v) for v in float_activation_bounds(act))
 
     def run(x: np.ndarray) -> np.ndarray:
         if count is None or x.size == 0:
-            return np.zeros((n, oh, ow, c), np.float32)
-        sq = np.square(x, dtype=np.float32)
+            return np.zeros((n, oh, ow, c), dt)
+        sq = np.square(x, dtype=dt)
         s = _window_sum(_window_sum(sq, 1, fh, sh, oh, pad_h), 2, fw, sw, ow, pad_w)
         s /= count
         np.sqrt(s, out=s)
@@ -103,7 +104,7 @@ def l2_pool_2d(node: NodeContext) -> Kernel:
 @register("LOCAL_RESPONSE_NORMALIZATION", max_version=1, dtypes=("FLOAT32",))
 def local_response_normalization(node: NodeContext) -> Kernel:
     x_t, out_t = _one_4d_input(node, "LOCAL_RESPONSE_NORMALIZATION")
-    if out_t.type != _FLOAT32:
+    if not is_float32(out_t):
         raise node.unsupported(f"output type {out_t.type_name} is not supported (FLOAT32 only)")
     if x_t.type != out_t.type:
         raise node.unsupported(f"input type {x_t.type_name} differs from output type {out_t.type_name}")
@@ -111,6 +112,7 @@ def local_response_normalization(node: NodeContext) -> Kernel:
     radius = int(o.get("radius", 0) or 0)
     bias, alpha, beta = (np.float32(o.get(k, 0.0) or 0.0) for k in ("bias", "alpha", "beta"))
     depth = x_t.shape[3]
+    dt = out_t.dtype
     r = max(0, min(radius, depth))
     ch = np.arange(depth)
     begin = np.maximum(0, ch - r)
@@ -119,7 +121,7 @@ def local_response_normalization(node: NodeContext) -> Kernel:
     def window_sums(sq: np.ndarray) -> np.ndarray:
         if r == 0:
             return np.zeros_like(sq)
-        if np.isfinite(sq).all():  # prefix sums in float64: exact enough, one pass
+        if dt == np.float32 and np.isfinite(sq).all():  # prefix sums in float64: exact enough, one pass
             cs = np.zeros(sq.shape[:3] + (depth + 1,), np.float64)
             np.cumsum(sq, axis=3, dtype=np.float64, out=cs[..., 1:])
             return (cs[..., end] - cs[..., begin]).astype(np.float32)
@@ -130,9 +132,9 @@ def local_response_normalization(node: NodeContext) -> Kernel:
         return acc
 
     def run(x: np.ndarray) -> np.ndarray:
-        accum = window_sums(np.square(x, dtype=np.float32))
+        accum = window_sums(np.square(x, dtype=dt))
         with np.errstate(all="ignore"):
-            mult = np.power(bias + alpha * accum, -beta, dtype=np.float32)
-        return np.multiply(x, mult, dtype=np.float32)
+            mult = np.power(bias + alpha * accum, -beta, dtype=dt)
+        return np.multiply(x, mult, dtype=dt)
 
     return run

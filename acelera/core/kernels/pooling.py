@@ -8,7 +8,8 @@ Fused activations: RELU, RELU_N1_TO_1 and RELU6 clamp; others are no-ops, as in 
 
 Both pools are separable: a 1-D pass along the height then one along the width, each a loop
 over the filter taps of whole-array numpy operations (or one reduction over a reshaped axis
-when large windows tile the input without overlap, as in global pooling).
+when large windows tile the input without overlap, as in global pooling). While widening
+(registry.widening) the float path takes FLOAT64 and computes in it.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from acelera.core.kernels.common import (
     NONE, SAME, VALID, check_same_type, float_activation_range, quantized_activation_range, scale_zp)
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, float_type_names, is_float32, register
 
 _TYPES = ("FLOAT32", "UINT8", "INT8", "INT16")
 
@@ -77,7 +78,7 @@ def _prepare_pool(node: NodeContext, kind: str):
     x_t, out_t = node.input(0), node.outputs[0]
     if x_t is None:
         raise node.unsupported("the input is required")
-    if x_t.type_name not in _TYPES:
+    if x_t.type_name not in _TYPES + float_type_names():
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     check_same_type(node, x_t, out_t)
     if len(x_t.shape) != 4:
@@ -88,7 +89,7 @@ def _prepare_pool(node: NodeContext, kind: str):
         raise node.unsupported(f"strides ({sh}, {sw}) and filter ({fh}, {fw}) must be positive")
 
     dtype = x_t.dtype
-    is_float = x_t.type_name == "FLOAT32"
+    is_float = is_float32(x_t)
     if is_float:
         lo, hi = float_activation_range(act)
         clamp = np.isfinite(lo) or np.isfinite(hi)
@@ -115,8 +116,8 @@ def _prepare_pool(node: NodeContext, kind: str):
 
     if kind == "max":
         if is_float:
-            pad_value = np.finfo(np.float32).min
-            op, acc_dtype = np.fmax, np.float32
+            pad_value = dtype.type(np.finfo(np.float32).min)  # float32's lowest, also in float64
+            op, acc_dtype = np.fmax, dtype
         else:
             pad_value = np.iinfo(dtype).min
             op, acc_dtype = np.maximum, dtype
@@ -137,7 +138,7 @@ def _prepare_pool(node: NodeContext, kind: str):
             return y
         return run_max
 
-    acc_dtype = np.float32 if is_float else np.int32
+    acc_dtype = dtype if is_float else np.int32
 
     def run_avg(x):
         (oh, ph0, ph1, ch), (ow, pw0, pw1, cw) = geometry(x.shape)
@@ -147,7 +148,7 @@ def _prepare_pool(node: NodeContext, kind: str):
         y = _pool_axis(y, 2, fw, sw, ow, pw0, pw1, 0, np.add, acc_dtype)
         count = (ch[:, None] * cw[None, :])[None, :, :, None]
         if is_float:
-            y /= count.astype(np.float32)
+            y /= count.astype(dtype)
             if clamp:
                 np.maximum(y, lo, out=y)
                 np.minimum(y, hi, out=y)

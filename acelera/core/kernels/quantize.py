@@ -11,6 +11,7 @@ DEQUANTIZE int8/uint8/int16/int4/float16 -> float32: per tensor in double precis
 (float(double(scale) * (q - zp))), per channel in float32 as the reference kernels do.
 FLOAT8_E4M3FN/E5M2 inputs (LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) are widened
 exactly, ignoring any per-tensor scale (DequantizeFloat8); per-channel FLOAT8 is refused.
+While widening (registry.widening) a FLOAT64 output gets double(scale) * (q - zp) unrounded.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from acelera.core.kernels.common import domain, lut_apply, scale_zp
 from acelera.core.kernels.float_formats import FLOAT8, f8_to_f32
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, is_float32, register
 from acelera.core.model import Tensor
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
 from acelera.core.quant import quantize_multiplier, round_half_away, wrap_int32
@@ -116,13 +117,55 @@ def quantize(node: NodeContext):
     return run_requantize_lut
 
 
+def _dequantize_f64(node: NodeContext):
+    """DEQUANTIZE to a widened output: double(scale) * (q - zp), float16/float8 exactly."""
+    x = node.input(0)
+    if x.type_name == "FLOAT16":
+        def run_fp16(x):
+            return np.asarray(x, np.float64)
+        return run_fp16
+    if x.type_name in FLOAT8:
+        if x.quantization.per_channel:
+            raise node.unsupported(f"per-channel {x.type_name} input is not supported")
+        name = x.type_name
+
+        def run_fp8(x):
+            return np.asarray(f8_to_f32(x, name), np.float64)
+        return run_fp8
+    if x.type_name not in ("INT8", "UINT8", "INT16", "INT4"):
+        raise node.unsupported(f"input type {x.type_name} is not supported")
+    q = x.quantization
+    if q.per_channel:
+        if x.type_name == "INT16":
+            raise node.unsupported("per-channel INT16 input is not supported")
+        axis = int(q.quantized_dimension)
+        if not 0 <= axis < len(x.shape) or x.shape[axis] != q.scale.size:
+            raise node.unsupported("per-channel quantization does not match the input shape")
+        scale, zp = _channel_params(x, len(x.shape))
+    else:
+        scale, zp = scale_zp(x)
+        if x.type_name == "INT16" and zp != 0:
+            raise node.unsupported("INT16 input needs zero_point 0")
+    scale = np.asarray(scale, np.float64)
+    zpf = np.asarray(zp, np.float64)
+
+    def run(x):
+        v = np.array(x, np.float64)
+        v -= zpf
+        v *= scale
+        return v
+    return run
+
+
 @register("DEQUANTIZE", max_version=9, dtypes=("FLOAT16", "INT8", "UINT8", "INT16", "INT4", *FLOAT8))
 def dequantize(node: NodeContext):
     x, out = node.input(0), node.outputs[0]
     if x is None:
         raise node.unsupported("missing input")
-    if out.type_name != "FLOAT32":
+    if not is_float32(out):
         raise node.unsupported(f"output type {out.type_name} is not supported (DEQUANTIZE produces FLOAT32)")
+    if out.type_name == "FLOAT64":  # widening: the exact float64 values
+        return _dequantize_f64(node)
     if x.type_name == "FLOAT16":
         def run_fp16(x):
             return np.asarray(x, np.float32)

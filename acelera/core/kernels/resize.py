@@ -12,7 +12,9 @@ resize_nearest_neighbor.h:
 - nearest neighbor computes the source index per output row/column with the same float32
   arithmetic and copies pixels, for every 8/16/32-bit type.
 
-Quantization parameters are not used: outputs hold the same raw values as inputs.
+Quantization parameters are not used: outputs hold the same raw values as inputs. While
+widening (registry.widening) FLOAT64 is taken where FLOAT32 is: bilinear interpolates in
+float64, nearest neighbor keeps its float32 index arithmetic.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import numpy as np
 
 from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
 from acelera.core.executor import KernelError
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, is_float32, register
 
 _FLOAT32, _INT32, _UINT8, _INT16, _INT8, _INT4 = 0, 2, 3, 7, 9, 17
 # RESIZE_NEAREST_NEIGHBOR moves any 8/16/32-bit element (not int4)
@@ -46,22 +48,22 @@ def _size_input(node: NodeContext) -> None:
 # --- bilinear ------------------------------------------------------------------------------
 
 @lru_cache(maxsize=256)
-def _float_coords(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
+def _float_coords(in_size: int, out_size: int, align_corners: bool, half_pixel: bool, ft=_F32):
     """Per output index: (lower, upper, weight of lower, weight of upper) as in
-    ComputeInterpolationValues, all float32 arithmetic."""
-    scale = _F32(in_size) / _F32(out_size)
+    ComputeInterpolationValues, all float32 arithmetic (`ft`: float64 while widening)."""
+    scale = ft(in_size) / ft(out_size)
     if align_corners and out_size > 1:
-        scale = _F32(in_size - 1) / _F32(out_size - 1)
-    v = np.arange(out_size, dtype=_F32)
+        scale = ft(in_size - 1) / ft(out_size - 1)
+    v = np.arange(out_size, dtype=ft)
     if half_pixel:
-        scaled = (v + _F32(0.5)) * scale - _F32(0.5)
+        scaled = (v + ft(0.5)) * scale - ft(0.5)
     else:
         scaled = v * scale
     lower = np.maximum(np.floor(scaled).astype(np.int64), 0)
     upper = np.minimum(np.ceil(scaled).astype(np.int64), in_size - 1)
-    frac = scaled - lower.astype(_F32)          # (input_y - y0) in float32
-    w_lower = _F32(1) - frac                   # (1 - (input_y - y0))
-    return lower.astype(np.intp), upper.astype(np.intp), w_lower.astype(_F32), frac.astype(_F32)
+    frac = scaled - lower.astype(ft)            # (input_y - y0) in float32
+    w_lower = ft(1) - frac                     # (1 - (input_y - y0))
+    return lower.astype(np.intp), upper.astype(np.intp), w_lower.astype(ft), frac.astype(ft)
 
 
 @lru_cache(maxsize=256)
@@ -102,15 +104,16 @@ def _overflow_extend(x: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def _col_weights(in_size: int, out_size: int, depth: int, align: bool, half: bool, integer: bool):
+def _col_weights(in_size: int, out_size: int, depth: int, align: bool, half: bool, integer: bool,
+                 ft=_F32):
     """Column indices and weights, the weights repeated over depth so the products run on
     contiguous (out_w, depth) rows."""
     if integer:
         x0, x1, w0, w1 = _int_coords(in_size, out_size, align, half)
         dt = np.int64
     else:
-        x0, x1, w0, w1 = _float_coords(in_size, out_size, align, half)
-        dt = _F32
+        x0, x1, w0, w1 = _float_coords(in_size, out_size, align, half, ft)
+        dt = ft
     rep = lambda w: np.ascontiguousarray(np.repeat(w.astype(dt), depth).reshape(out_size, depth))
     return x0, x1, rep(w0), rep(w1)
 
@@ -130,7 +133,7 @@ class _Scratch:
 
 
 def _bilinear_float(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, integer_out: bool,
-                    scratch: _Scratch):
+                    scratch: _Scratch, ft=_F32):
     """reference_ops::ResizeBilinear<float|uint8_t>:
     in[y0,x0]*(1-dy)*(1-dx) + in[y1,x0]*dy*(1-dx) + in[y0,x1]*(1-dy)*dx + in[y1,x1]*dy*dx
     (+0.5 and truncation for uint8).
@@ -139,21 +142,22 @@ def _bilinear_float(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, in
     once per output row at input width. uint8 then keeps the C++ float32 operation order
     (four column products, summed left to right) so the truncated result is bit-exact.
     float32 sums the two row products first and needs two column products: the same value
-    up to float32 rounding (about 1e-7 relative), at half the cost."""
+    up to float32 rounding (about 1e-7 relative), at half the cost. `ft` is the float type
+    computed in (float64 for widening's FLOAT64 input)."""
     n, h, w, c = x.shape
-    y0, y1, wy0, wy1 = _float_coords(h, oh, align, half)
-    x0, x1, wx0, wx1 = _col_weights(w, ow, c, align, half, False)
+    y0, y1, wy0, wy1 = _float_coords(h, oh, align, half, ft)
+    x0, x1, wx0, wx1 = _col_weights(w, ow, c, align, half, False, ft)
     xr = x.reshape(n, h, w * c)
-    if x.dtype != _F32:
-        xr = xr.astype(_F32)  # uint8 -> float32 is exact, as in the C++ promotion
-    top = scratch.get("top", (n, oh, w * c), _F32)
-    bot = scratch.get("bot", (n, oh, w * c), _F32)
+    if x.dtype != ft:
+        xr = xr.astype(ft)  # uint8 -> float32 is exact, as in the C++ promotion
+    top = scratch.get("top", (n, oh, w * c), ft)
+    bot = scratch.get("bot", (n, oh, w * c), ft)
     np.take(xr, y0, axis=1, out=top)
     top *= wy0[:, None]
     np.take(xr, y1, axis=1, out=bot)
     bot *= wy1[:, None]
     shape = (n * oh, ow, c)
-    t = scratch.get("t", shape, _F32)
+    t = scratch.get("t", shape, ft)
     if not integer_out:
         top += bot
         rows = top.reshape(n * oh, w, c)
@@ -232,7 +236,7 @@ def _read_size(size: np.ndarray) -> tuple[int, int]:
 def resize_bilinear(node: NodeContext):
     _size_input(node)
     x_t = node.input(0)
-    if x_t.type not in (_FLOAT32, _UINT8, _INT8, _INT16):
+    if x_t.type not in (_UINT8, _INT8, _INT16) and not is_float32(x_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     align = bool(node.options.get("align_corners", False))
     half = bool(node.options.get("half_pixel_centers", False))
@@ -243,7 +247,8 @@ def resize_bilinear(node: NodeContext):
         oh, ow = _read_size(size_const)
         if oh <= 0 or ow <= 0:
             raise node.unsupported(f"output size must be positive, got {[oh, ow]}")
-    kind = x_t.type
+    kind = _FLOAT32 if is_float32(x_t) else x_t.type
+    ft = x_t.dtype.type if kind == _FLOAT32 else _F32  # float64 while widening
     scratch = _Scratch()
 
     def run(x: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -254,7 +259,7 @@ def resize_bilinear(node: NodeContext):
                 return np.zeros((x.shape[0], 0, 0, x.shape[3]), x.dtype)
             raise KernelError(f"output size must be positive, got {[oh, ow]}")
         if kind == _FLOAT32:
-            return _bilinear_float(x, oh, ow, align, half, False, scratch)
+            return _bilinear_float(x, oh, ow, align, half, False, scratch, ft)
         if kind == _UINT8:
             return _bilinear_float(x, oh, ow, align, half, True, scratch)
         return _bilinear_integer(x, oh, ow, align, half, scratch)
@@ -290,7 +295,8 @@ def resize_nearest_neighbor(node: NodeContext):
     _size_input(node)
     x_t = node.input(0)
     # LiteRT dispatches on the element size: any 8/16/32-bit type (not int4 or strings)
-    if x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4) or x_t.type == _INT4:
+    if (x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4) or x_t.type == _INT4) \
+            and not is_float32(x_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     align = bool(node.options.get("align_corners", False))
     half = bool(node.options.get("half_pixel_centers", False))

@@ -3,7 +3,8 @@
 Pure data movement (reshape + transpose), mirroring tflite/kernels/depth_to_space.cc,
 space_to_depth.cc, batch_to_space_nd.cc and space_to_batch_nd.cc. Quantized tensors keep
 their raw values; SPACE_TO_BATCH_ND pads 8/16-bit tensors with the output zero point
-(LiteRT memsets each padded pixel with that byte) and everything else with zeros.
+(LiteRT memsets each padded pixel with that byte) and everything else with zeros. While
+widening (registry.widening) DEPTH_TO_SPACE and SPACE_TO_DEPTH also take FLOAT64.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
 from acelera.core.executor import KernelError
 from acelera.core.kernels.common import check_same_type, scale_zp
-from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.registry import NodeContext, is_float32, register
 
 _FLOAT32, _INT32, _UINT8, _INT64, _INT16, _INT8, _INT4 = 0, 2, 3, 4, 7, 9, 17
 
@@ -27,7 +28,7 @@ _BATCH_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
 def _depth_op_block_size(node: NodeContext) -> int:
     """Shared Prepare checks of DEPTH_TO_SPACE / SPACE_TO_DEPTH; returns the block size."""
     x_t, out_t = node.input(0), node.outputs[0]
-    if out_t.type not in _DEPTH_TYPES:
+    if out_t.type not in _DEPTH_TYPES and not is_float32(out_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     check_same_type(node, x_t, out_t)
     if len(x_t.shape) != 4:

@@ -9,7 +9,8 @@ stride_height} as three little-endian int32, padding 1 = SAME, 2 = VALID).
 Computation: one matmul input (n*h*w, i) x weights (i, kh*kw*o) gives every tap's
 contribution, then col2im adds the kh*kw strided slices into the (padded) output and crops
 the padding. Quantized variants accumulate exact integers (float32 or float64 BLAS as the
-bound allows) and requantize like CONV_2D.
+bound allows) and requantize like CONV_2D. While widening (registry.widening) the float paths
+take FLOAT64 and compute in it; the hybrid path stays float32.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from acelera.core.kernels.conv import (T_FLOAT32, T_INT8, T_INT16, T_INT32, T_UI
                                        asymmetric_quantize_batches, bias_vector, check_rank4,
                                        conv_requantizer, exact_dtype, finish_float, int16_wide,
                                        max_abs_shifted, opt, zero_point)
-from acelera.core.kernels.registry import Kernel, NodeContext, register
+from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 
 
 @dataclass(frozen=True)
@@ -116,14 +117,14 @@ def transpose_conv(node: NodeContext) -> Kernel:
     s_const = node.const(0)
     g_const = None if s_const is None else geometry(s_const)
 
-    if xt == T_FLOAT32:
-        bias_vector(node, b_t, o, (T_FLOAT32,))
-        if wt == T_FLOAT32:
+    if is_float32(x_t):
+        bias_vector(node, b_t, o, (xt,))
+        if wt == xt:
             core = _float_core(node, float_activation_bounds(act))
-        elif wt == T_INT8:
+        elif wt == T_INT8 and xt == T_FLOAT32:  # the hybrid kernel computes in float32
             core = _hybrid_core(node, float_activation_bounds(act))
         else:
-            raise node.unsupported(f"weights type {w_t.type_name} with FLOAT32 input is not supported")
+            raise node.unsupported(f"weights type {w_t.type_name} with {x_t.type_name} input is not supported")
     elif xt in (T_UINT8, T_INT8, T_INT16):
         want = T_UINT8 if xt == T_UINT8 else T_INT8
         if wt != want:
@@ -152,12 +153,13 @@ def transpose_conv(node: NodeContext) -> Kernel:
 
 
 def _float_core(node: NodeContext, bounds: tuple[float, float]):
+    dt = node.outputs[0].dtype
     w_const, b_const = node.const(1), node.const(3)
-    wt_const = None if w_const is None else _weights_t(w_const, np.float32)
+    wt_const = None if w_const is None else _weights_t(w_const, dt)
 
     def core(g: TGeometry, w, x, b):
-        wt = wt_const if wt_const is not None else _weights_t(w, np.float32)
-        out = g.scatter(np.asarray(x, np.float32).reshape(-1, wt.shape[0]), wt)
+        wt = wt_const if wt_const is not None else _weights_t(w, dt)
+        out = g.scatter(np.asarray(x, dt).reshape(-1, wt.shape[0]), wt)
         out = np.ascontiguousarray(out)
         return finish_float(out, b_const if b_const is not None else b, bounds)
     return core
@@ -235,7 +237,7 @@ def convolution_2d_transpose_bias(node: NodeContext) -> Kernel:
     if len(b_t.shape) != 1:
         raise ModelError("Convolution2DTransposeBias bias must be 1-D")
     for t in (x_t, w_t, b_t, y_t):
-        if t.type != T_FLOAT32:
+        if not is_float32(t) or t.type != x_t.type:
             raise node.unsupported(f"tensor type {t.type_name} is not supported (FLOAT32 only)")
     raw = bytes(node.op.custom_options)
     if len(raw) < 12:
@@ -258,12 +260,13 @@ def convolution_2d_transpose_bias(node: NodeContext) -> Kernel:
     oh = sh * (h - 1) + kh - pad_h
     ow = sw * (w - 1) + kw - pad_w
     g = TGeometry(n, h, w, kh, kw, sh, sw, oh, ow, pad_h // 2, pad_w // 2, o)
+    dt = y_t.dtype
     w_const, b_const = node.const(1), node.const(2)
-    wt_const = None if w_const is None else _weights_t(w_const, np.float32)
+    wt_const = None if w_const is None else _weights_t(w_const, dt)
 
     def run(x, w_, b):
-        wt = wt_const if wt_const is not None else _weights_t(w_, np.float32)
-        out = np.ascontiguousarray(g.scatter(np.asarray(x, np.float32).reshape(-1, ci), wt))
-        out += (b_const if b_const is not None else b).astype(np.float32, copy=False)
+        wt = wt_const if wt_const is not None else _weights_t(w_, dt)
+        out = np.ascontiguousarray(g.scatter(np.asarray(x, dt).reshape(-1, ci), wt))
+        out += (b_const if b_const is not None else b).astype(dt, copy=False)
         return out
     return run
