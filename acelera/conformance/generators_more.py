@@ -22,7 +22,7 @@ from dataclasses import replace
 import numpy as np
 from flatbuffers import flexbuffers
 
-from acelera.conformance.cases import (
+from acelera.conformance.templates import (
     NP,
     QUANT_DTYPES,
     OpTemplate,

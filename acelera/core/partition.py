@@ -19,7 +19,7 @@ import numpy as np
 
 from acelera.core.delegate import Delegate, Partition, Support
 from acelera.core.errors import AceleraError
-from acelera.core.executor import Executor, Step
+from acelera.core.executor import DATA_DEPENDENT_SHAPES, Executor, Step
 from acelera.core.kernels.registry import shape_pass
 
 
@@ -187,13 +187,15 @@ class DelegateInvokeError(AceleraError, RuntimeError):
 
 class _DelegatedStep:
     """A partition's step: the delegate kernel, with its outputs checked on every invoke
-    (count, dtype, shape as prepared) and, when `cpu_fallback`, the partition's nodes run on
+    (count, dtype, and shape as prepared unless a node's output shape depends on data) and, when `cpu_fallback`, the partition's nodes run on
     the reference kernels for an invoke where the kernel raises (LiteRT's
     InvokeWithCPUFallback), with a DelegationWarning saying so."""
 
     def __init__(self, ex: Executor, name: str, kernel, part: Partition, cpu_fallback: bool):
         self.ex, self.name, self.kernel, self.part, self.cpu_fallback = ex, name, kernel, part, cpu_fallback
         self.expected = [(ex.values[t].dtype, ex.values[t].shape) for t in part.outputs]
+        #: output shapes are fixed unless a node's output shape depends on input values (RANGE, WHERE, ...)
+        self.static = not any(ex.sg.operators[n].op in DATA_DEPENDENT_SHAPES for n in part.nodes)
         self._cpu: list[Step] | None = None
 
     def __call__(self, *args):
@@ -213,7 +215,7 @@ class _DelegatedStep:
             raise DelegateInvokeError(f"{self.name} delegate returned {len(outs)} outputs at invoke, "
                                       f"expected {len(self.expected)}")
         for t, v, (dt, shape) in zip(self.part.outputs, outs, self.expected):
-            if not isinstance(v, np.ndarray) or v.dtype != dt or v.shape != shape:
+            if not isinstance(v, np.ndarray) or v.dtype != dt or (self.static and v.shape != shape):
                 got = f"{getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
                 raise DelegateInvokeError(f"{self.name} delegate returned {got} for output tensor {t} at invoke, "
                                           f"the model declares {dt}{list(shape)}")
