@@ -13,10 +13,11 @@ from rich.table import Table
 
 from acelera import __version__
 from acelera.cli.ops_cmd import OPS_HELP, ops_command
-from acelera.cli.options import AceleraGroup, make_command, parsed_from
+from acelera.cli.options import (PATH_FLAGS, TOOL_RANGES, AceleraGroup, check_path, check_path_flags, make_command,
+                                 parsed_from, ranged)
 from acelera.core.errors import AceleraError
 from acelera.registrar.config import apply_config
-from acelera.registrar.flags import Flag, FlagSet, ParsedFlags
+from acelera.registrar.flags import INT32_MAX, Flag, FlagSet, ParsedFlags
 from acelera.registrar.registry import Registry
 
 console = Console(highlight=False, soft_wrap=True)
@@ -43,9 +44,35 @@ def resolve(ctx: typer.Context, raw: dict, flagset: FlagSet, config: Optional[Pa
 
 
 def benchmark_flags() -> list[Flag]:
-    from acelera.cli.benchmark_engine import BENCHMARK_FLAGS
+    from acelera.cli.benchmark_engine import BENCHMARK_FLAGS, BENCHMARK_RANGES
 
-    return [Flag(n, t, d, h, "benchmark", "Benchmark") for n, t, d, h in BENCHMARK_FLAGS]
+    return [ranged(Flag(n, t, d, h, "benchmark", "Benchmark"), BENCHMARK_RANGES) for n, t, d, h in BENCHMARK_FLAGS]
+
+
+#: --seed of `conformance`: numpy seeds are unsigned 32-bit here
+SEED_MAX = (1 << 32) - 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """--shard 'i/n' with 0 <= i < n; a usage error (exit code 2) naming the flag otherwise."""
+    parts = str(text).split("/")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        i, n = int(parts[0]), int(parts[1])
+    except ValueError:
+        raise typer.BadParameter(f"'{text}' is not i/n (e.g. 0/4)", param_hint="'--shard'") from None
+    if not 1 <= n <= INT32_MAX or not 0 <= i < n:
+        raise typer.BadParameter(f"{i}/{n} is out of range (allowed: i/n with 0 <= i < n <= {INT32_MAX})",
+                                 param_hint="'--shard'")
+    return i, n
+
+
+def plugin_failure(e: BaseException) -> str:
+    """A plugin's exception in one line (sys.exit() included)."""
+    if isinstance(e, SystemExit):
+        return f"called sys.exit({e.code!r})"
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
 def build_app(registry: Registry) -> typer.Typer:
@@ -69,11 +96,16 @@ def build_app(registry: Registry) -> typer.Typer:
 
     def analyze(ctx, raw, model, json_out, svg_out, config):
         from acelera.cli import analyze as an
+        from acelera.core.files import write_text_file
 
         parsed = resolve(ctx, raw, delegate_fs, config)
+        check_path(model, "model")
+        check_path_flags(parsed)
+        if svg_out is not None:
+            check_path(svg_out, "output", "svg")
         interp, scenarios = an.plan(str(model), registry, parsed)
         if svg_out is not None:
-            Path(svg_out).write_text(an.svg(interp, scenarios[0]))
+            write_text_file(svg_out, an.svg(interp, scenarios[0]), "SVG picture")
         if json_out:
             print(json.dumps(an.to_json(interp, scenarios), indent=2))
         else:
@@ -90,7 +122,8 @@ def build_app(registry: Registry) -> typer.Typer:
 
     from acelera.conformance.inference_diff import INFERENCE_DIFF_FLAGS
 
-    diff_flags = [Flag(n, t, d, h, "inference-diff", "inference_diff") for n, t, d, h in INFERENCE_DIFF_FLAGS]
+    diff_flags = [ranged(Flag(n, t, d, h, "inference-diff", "inference_diff"), TOOL_RANGES["inference-diff"])
+                  for n, t, d, h in INFERENCE_DIFF_FLAGS]
     diff_fs = tool_flagset(registry, diff_flags)
     for f in diff_flags:
         normalizer.flags.setdefault(f.name, f)
@@ -98,7 +131,9 @@ def build_app(registry: Registry) -> typer.Typer:
     def inference_diff(ctx, raw, config):
         from acelera.conformance.inference_diff import run as run_diff
 
-        return run_diff(registry, resolve(ctx, raw, diff_fs, config))
+        parsed = resolve(ctx, raw, diff_fs, config)
+        check_path_flags(parsed, PATH_FLAGS["inference-diff"])
+        return run_diff(registry, parsed)
 
     app.command("inference-diff", help="Compare a delegate with the CPU reference like TFLite's inference_diff "
                 "(--model_file=MODEL --delegate=NAME).")(
@@ -113,7 +148,7 @@ def build_app(registry: Registry) -> typer.Typer:
              "Top-1..10 accuracy on labelled images (TFLite's imagenet_image_classification)."),
             ("object-detection", EVAL_OD_FLAGS, "run_object_detection",
              "COCO mAP of an SSD-style detector (TFLite's coco_object_detection).")):
-        own = [Flag(n, t, d, h, f"eval {cmd}", cmd) for n, t, d, h in table]
+        own = [ranged(Flag(n, t, d, h, f"eval {cmd}", cmd), TOOL_RANGES["eval"]) for n, t, d, h in table]
         fs = tool_flagset(registry, own)
         for f in own:
             normalizer.flags.setdefault(f.name, f)
@@ -121,7 +156,9 @@ def build_app(registry: Registry) -> typer.Typer:
         def evaluate_cmd(ctx, raw, config, _fs=fs, _runner=runner):
             import acelera.evaluation as ev
 
-            return getattr(ev, _runner)(registry, resolve(ctx, raw, _fs, config))
+            parsed = resolve(ctx, raw, _fs, config)
+            check_path_flags(parsed, PATH_FLAGS["eval"])
+            return getattr(ev, _runner)(registry, parsed)
 
         evaluate.command(cmd, help=text)(make_command(cmd, "", evaluate_cmd, fs.flags.values(), [CONFIG]))
     app.add_typer(evaluate, name="eval")
@@ -129,9 +166,19 @@ def build_app(registry: Registry) -> typer.Typer:
     def conformance(ctx, raw, delegate, all_, models, shard, seed, report, tolerances):
         from acelera.conformance.suite import run as run_suite
 
+        shard = "{}/{}".format(*parse_shard(shard))
+        if not 0 <= seed <= SEED_MAX:
+            raise typer.BadParameter(f"{seed} is out of range (allowed: [0, {SEED_MAX}])", param_hint="'--seed'")
+        if models is not None:
+            check_path(models, "dir", "models")
+        if report is not None:
+            check_path(report, "new-dir", "report")
+        if tolerances is not None:
+            check_path(tolerances, "toml", "tolerances")
         # delegate flags (--external_delegate_path=lib.so, --use_litert_xnnpack, ...) certify the
         # delegates they enable, with those options, besides the ones named by --delegate
         parsed = parsed_from(ctx, raw, delegate_fs)
+        check_path_flags(parsed)
         names = list(delegate or []) + [s.name for s in registry.enabled(parsed)]
         quiet_delegate_logs()
         raise typer.Exit(run_suite(registry, list(dict.fromkeys(names)), all_=all_, models_dir=models, shard=shard,
@@ -148,7 +195,8 @@ def build_app(registry: Registry) -> typer.Typer:
                 "--models", help="directory of .tflite models for model cases")], None),
             _param("shard", Annotated[str, typer.Option("--shard", help="run shard i of n (i/n), for CI matrices")],
                    "0/1"),
-            _param("seed", Annotated[int, typer.Option("--seed", help="seed for generated cases and inputs")], 0),
+            _param("seed", Annotated[int, typer.Option("--seed", help="seed for generated cases and inputs "
+                                                       f"(0 to {SEED_MAX})")], 0),
             _param("report", Annotated[Optional[Path], typer.Option("--report", help="directory for the reports")],
                    None),
             _param("tolerances", Annotated[Optional[Path], typer.Option(
@@ -209,6 +257,7 @@ def build_app(registry: Registry) -> typer.Typer:
         from acelera.cli.scaffold import names, scaffold
 
         target = directory or Path(f"acelera-{names(name)['name']}")
+        check_path(target, "new-dir", "dir")
         for p in scaffold(name, target):
             print(f"wrote {p}")
         print(f"next: pip install -e {target} && acelera delegates list")
@@ -227,8 +276,10 @@ def build_app(registry: Registry) -> typer.Typer:
     for impl in registry.pm.hook.register_commands.get_hookimpls():
         try:
             impl.function(app=app)
-        except Exception as e:
-            registry.broken[impl.plugin_name] = f"register_commands failed: {type(e).__name__}: {e}"
+        except BaseException as e:  # noqa: BLE001  (sys.exit() in a plugin breaks only that plugin)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            registry.broken[impl.plugin_name] = f"register_commands failed: {plugin_failure(e)}"
     return app
 
 
@@ -284,7 +335,7 @@ def main(argv: list[str] | None = None, registry: Registry | None = None) -> int
         if debug:
             raise
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return int(getattr(e, "exit_code", 1))  # FlagValueError: a usage error, 2
     except Exception as e:
         code = getattr(e, "exit_code", None)
         if type(e).__name__ in ("Exit", "Abort") or (code is not None and not hasattr(e, "format_message")):

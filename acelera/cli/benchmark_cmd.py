@@ -5,6 +5,7 @@ import sys
 from dataclasses import fields
 
 from acelera.cli.benchmark_engine import BenchmarkParams, run_benchmark
+from acelera.cli.options import PATH_FLAGS, check_path_flags
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter, OpResolverType
 from acelera.registrar.flags import ParsedFlags
@@ -15,6 +16,7 @@ def run(registry: Registry, parsed: ParsedFlags, log=print) -> int:
     params = BenchmarkParams(**{f.name: parsed.get(f.name) for f in fields(BenchmarkParams) if f.name in parsed.flags})
     if not params.graph:
         raise AceleraError("--graph is required: the path of the .tflite model to benchmark")
+    check_path_flags(parsed, PATH_FLAGS["benchmark"])  # before anything is built or opened
     delegates = registry.build(parsed)
     for d in delegates:
         log(f"{d.name} delegate created ({d.backend}).")

@@ -34,10 +34,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from acelera.core.errors import AceleraError
+from acelera.core.files import (DATA_MAX_BYTES, FileError, output_path_problem, read_regular_file,
+                                regular_file_problem)
 from acelera.core.partition import DelegationError
+from acelera.registrar.flags import INT32_MAX, INT32_MIN, Flag, FlagValueError
+from acelera.registrar.spec import MAX_THREADS
 
 __all__ = [
-    "BENCHMARK_FLAGS", "BenchmarkError", "BenchmarkParamError", "BenchmarkParams", "BenchmarkResult",
+    "BENCHMARK_FLAGS", "BENCHMARK_RANGES", "BenchmarkError", "BenchmarkParamError", "BenchmarkRangeError",
+    "BenchmarkParams", "BenchmarkResult",
     "DisallowedCpuFallback", "LatencyMetrics", "MemoryMetrics", "MiscMetrics", "Stat",
     "StatsCalculator", "run_benchmark", "format_stat", "percentile",
 ]
@@ -56,6 +61,11 @@ class BenchmarkError(AceleraError):
 
 class BenchmarkParamError(BenchmarkError):
     """A benchmark flag has an invalid value; the message names the flag."""
+
+
+class BenchmarkRangeError(BenchmarkParamError, FlagValueError):
+    """A numeric benchmark flag is not finite or outside its range (BENCHMARK_RANGES): a usage
+    error, exit code 2 on the command line."""
 
 
 #: `--require_full_delegation` failures are DelegationErrors ("Disallowed CPU fallback detected").
@@ -154,6 +164,27 @@ BENCHMARK_FLAGS: list[tuple[str, type, Any, str]] = [
      f.default, _HELP[f.name])
     for f in dataclasses.fields(BenchmarkParams)
 ]
+
+#: a year of seconds: the longest duration a seconds flag may ask for
+MAX_SECONDS = 365 * 24 * 3600
+
+#: inclusive (minimum, maximum) of every numeric flag; negative seconds mean "none" as in TFLite
+#: (dry runs set -1), and a run frequency <= 0 means "use --run_delay"
+BENCHMARK_RANGES: dict[str, tuple[int | float, int | float]] = {
+    "num_runs": (0, INT32_MAX),
+    "min_secs": (-1.0, MAX_SECONDS),
+    "max_secs": (0.0, MAX_SECONDS),
+    "run_delay": (-1.0, MAX_SECONDS),
+    "run_frequency": (-1.0, 1e6),
+    "num_threads": (-1, MAX_THREADS),
+    "warmup_runs": (0, INT32_MAX),
+    "warmup_min_secs": (-1.0, MAX_SECONDS),
+    # <= 0 warns and uses the default, as benchmark_model does
+    "memory_footprint_check_interval_ms": (INT32_MIN, INT32_MAX),
+}
+
+#: flags naming files the benchmark writes
+OUTPUT_PATH_FLAGS = ("op_profiling_output_file", "result_file_path", "output_filepath")
 
 # (flag, description) in BenchmarkModel::LogParams / BenchmarkTfLiteModel::LogParams order.
 _LOGGED_PARAMS: tuple[tuple[str, str], ...] = (
@@ -687,6 +718,8 @@ def parse_input_layers(params: BenchmarkParams) -> tuple[list[InputLayerInfo], d
                                       "with the size you want to benchmark with")
         if any(d < 0 for d in shape):
             raise BenchmarkParamError(f"--input_layer_shape: negative dimension in '{shape_s}'")
+        if any(d > INT32_MAX for d in shape):
+            raise BenchmarkParamError(f"--input_layer_shape: a dimension in '{shape_s}' is over {INT32_MAX}")
         infos.append(InputLayerInfo(name, shape))
     known = set(names)
 
@@ -707,6 +740,9 @@ def parse_input_layers(params: BenchmarkParams) -> tuple[list[InputLayerInfo], d
         if lo > hi:
             raise BenchmarkParamError(f"--input_layer_value_range: wrong low and high value of the input value "
                                       f"range specified: '{item}'")
+        if lo < INT64_MIN or hi > INT64_MAX:
+            raise BenchmarkParamError(f"--input_layer_value_range: '{item}': low and high must be 64-bit "
+                                      f"integers ([{INT64_MIN}, {INT64_MAX}])")
         ranges[name] = (lo, hi)
 
     files: dict[str, str] = {}
@@ -729,6 +765,20 @@ def validate_params(params: BenchmarkParams, log: Callable[[str], None]) -> Benc
             setattr(p, f.name, float(v))
         elif not isinstance(v, want) or (want is int and isinstance(v, bool)):
             raise BenchmarkParamError(f"--{f.name}: expected {want.__name__}, got {v!r}")
+        if f.name in BENCHMARK_RANGES:
+            low, high = BENCHMARK_RANGES[f.name]
+            try:
+                Flag(f.name, want, f.default, minimum=low, maximum=high).check_range(getattr(p, f.name))
+            except FlagValueError as e:
+                raise BenchmarkRangeError(str(e)) from None
+    if 0 < p.run_frequency < 1 / MAX_SECONDS:
+        raise BenchmarkRangeError(f"--run_frequency: {p.run_frequency:g} is out of range (allowed: [-1, 0] for "
+                                  f"none, or [{1 / MAX_SECONDS:.3g}, 1000000]: at least one run a year)")
+    for name in OUTPUT_PATH_FLAGS:
+        path = getattr(p, name)
+        problem = output_path_problem(path) if path else None
+        if problem is not None:
+            raise BenchmarkParamError(f"--{name}: cannot write '{path}': {problem}")
     if p.report_peak_memory_footprint and p.memory_footprint_check_interval_ms <= 0:
         log(f"WARN: --memory_footprint_check_interval_ms is set to {p.memory_footprint_check_interval_ms} (ms), "
             f"This value is invalid, and it will be set to the default value {MEMORY_CHECK_INTERVAL_MS} (ms).")
@@ -803,13 +853,22 @@ def random_tensor_data(rng: np.random.Generator, tensor, shape: Sequence[int],
 
 def load_tensor_data(tensor, shape: Sequence[int], path: str) -> np.ndarray:
     """LoadInputTensorData: raw bytes of exactly the tensor's size, or '\\0'-separated strings."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise BenchmarkParamError(f"--input_layer_value_files: failed to read the input_layer_value_file "
-                                  f"'{path}': {e.strerror}") from None
     n = int(np.prod(shape, dtype=np.int64))
+    # a FIFO or a device is refused, never read; a numeric tensor's file must be its exact size
+    problem = regular_file_problem(path, DATA_MAX_BYTES)
+    want = n * tensor.dtype.itemsize
+    if problem is None and tensor.type_name != "STRING" and os.stat(path).st_size != want:
+        raise BenchmarkParamError(f"--input_layer_value_files: the size of {path} is {os.stat(path).st_size} "
+                                  f"bytes. It should be {want} bytes.")
+    raw = None
+    if problem is None:
+        try:
+            raw = read_regular_file(path, DATA_MAX_BYTES, "input_layer_value_file")
+        except FileError as e:
+            problem = str(e).split("': ", 1)[-1]
+    if raw is None:
+        raise BenchmarkParamError(f"--input_layer_value_files: failed to read the input_layer_value_file "
+                                  f"'{path}': {problem}")
     if tensor.type_name == "STRING":
         if len(path) > 3 and path.endswith(".pb"):
             items = [raw]
@@ -823,7 +882,6 @@ def load_tensor_data(tensor, shape: Sequence[int], path: str) -> np.ndarray:
         arr = np.empty(len(items), dtype=object)
         arr[:] = items
         return arr.reshape(tuple(shape)) if len(items) == n else arr
-    want = n * tensor.dtype.itemsize
     if len(raw) != want:
         raise BenchmarkParamError(f"--input_layer_value_files: the size of {path} is {len(raw)} bytes. "
                                   f"It should be {want} bytes.")

@@ -1,7 +1,8 @@
 """`acelera doctor`: each plugin's availability probe plus a tiny model through each delegate.
 
 With `--strict` (what CI runs) a first-party delegate (one acelera ships, under
-acelera.plugins) that is unavailable on this machine is a FAIL, not a SKIP."""
+acelera.plugins) that is unavailable on this machine is a FAIL, not a SKIP. A delegate that
+crashes (any exception, sys.exit() included; not Ctrl-C) is a FAIL and the others still run."""
 from __future__ import annotations
 
 import numpy as np
@@ -70,6 +71,12 @@ def run_doctor(registry: Registry, log=print, strict: bool = False) -> int:
         except AceleraError as e:
             failed = True
             log(f"FAIL  {spec.name} ({spec.backend}): {e}")
+        except BaseException as e:  # noqa: BLE001  (a plugin's bug, sys.exit() included, fails only it)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            failed = True
+            what = f"called sys.exit({e.code!r})" if isinstance(e, SystemExit) else f"{type(e).__name__}: {e}"
+            log(f"FAIL  {spec.name} ({spec.backend}): the delegate crashed: {what}")
     if missing:
         log(f"doctor --strict: {len(missing)} first-party delegate(s) unavailable here: {', '.join(missing)}")
     return 1 if failed else 0

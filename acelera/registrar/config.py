@@ -3,7 +3,8 @@
 Sources, highest precedence first: the command line, the file given with `--config FILE`
 (flags at its top level, or under `[tool.acelera]`), `[tool.acelera]` in the working
 directory's `pyproject.toml`, then each flag's declared default. Keys are flag names; an
-unknown key or a value of the wrong type is an error naming the file.
+unknown key or a value of the wrong type is an error naming the file. A configuration must be a
+regular file of at most 1 MiB (a FIFO or a device is refused, never read).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from acelera.core.errors import AceleraError
+from acelera.core.files import CONFIG_MAX_BYTES, read_regular_file
 from acelera.registrar.flags import FlagSet, ParsedFlags
 
 if sys.version_info >= (3, 11):
@@ -28,12 +30,13 @@ _TOML_TYPES = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
 
 
 def read_table(path: Path, pyproject: bool) -> dict[str, Any]:
+    raw = read_regular_file(path, CONFIG_MAX_BYTES, "config", ConfigError)
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read config: {e.strerror or e}") from None
+        data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     tool = data.get("tool", {}).get("acelera") if isinstance(data.get("tool"), dict) else None
     if pyproject:
         return tool if isinstance(tool, dict) else {}

@@ -3,20 +3,41 @@
 Values follow TFLite's command-line parser, made friendlier: `--name=value` and
 `--name value`, the dashed spelling `--use-gpu`, bools as true/false/1/0, and a bare bool flag
 (`--use_gpu`) meaning true. The argv position of each flag is kept: it ranks delegates.
+
+Numbers are checked against the flag's range (`minimum`/`maximum`; an int flag without one
+is an int32 like TFLite's, a float flag must be finite): a value outside it is a
+FlagValueError, a usage error (exit code 2) naming the flag, the value and the range.
 """
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from acelera.core.errors import AceleraError
 
 TYPE_NAMES = {bool: "bool", int: "int32", float: "float", str: "string"}
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 class FlagError(AceleraError):
     """An unknown flag, a malformed value, or two plugins declaring one flag differently."""
+
+
+class FlagValueError(FlagError):
+    """A numeric flag's value is not a number, not finite or outside the flag's range: a usage
+    error, reported like the command line's other usage errors (exit code 2)."""
+
+    exit_code = 2
+
+
+def format_number(x: float | int) -> str:
+    """A bound or value as a user would type it: 2147483647, 0.5, 1e+06, nan."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -28,12 +49,46 @@ class Flag:
     owner: str = "acelera"
     group: str = "General"
     choices: tuple[str, ...] | None = None
+    #: inclusive bounds of an int or float flag; None: an int32 for int flags, any finite float
+    minimum: float | int | None = None
+    maximum: float | int | None = None
 
     def same_spec(self, other: "Flag") -> bool:
         return (self.type, self.default, self.choices) == (other.type, other.default, other.choices)
 
     def describe(self) -> str:
         return f"{TYPE_NAMES[self.type]}, default {self.default!r}"
+
+    def bounds(self) -> tuple[float | int, float | int] | None:
+        """(low, high), inclusive, of a numeric flag; None for bool and string flags."""
+        if self.type is int:
+            return (INT32_MIN if self.minimum is None else self.minimum,
+                    INT32_MAX if self.maximum is None else self.maximum)
+        if self.type is float:
+            return (-math.inf if self.minimum is None else self.minimum,
+                    math.inf if self.maximum is None else self.maximum)
+        return None
+
+    def range_text(self) -> str:
+        """The allowed values of a numeric flag, e.g. '[0, 2147483647]' or 'any finite number'."""
+        low, high = self.bounds() or (None, None)
+        if low is None:
+            return ""
+        if low == -math.inf and high == math.inf:
+            return "any finite number"
+        if high == math.inf:
+            return f">= {format_number(low)}"
+        if low == -math.inf:
+            return f"<= {format_number(high)}"
+        return f"[{format_number(low)}, {format_number(high)}]"
+
+    def check_range(self, value: float | int, where: str = "") -> float | int:
+        """`value` if it is finite and within the flag's bounds, else a FlagValueError."""
+        low, high = self.bounds()
+        if isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
+            raise FlagValueError(f"--{self.name}: {format_number(value)} is out of range "
+                                 f"(allowed: {self.range_text()}){where}")
+        return value
 
     def parse(self, text: Any, where: str = "") -> Any:
         """Parse a command-line or config value into this flag's type."""
@@ -49,18 +104,24 @@ class Flag:
             raise FlagError(f"--{self.name}: expected true/false/1/0, got '{text}'{where}")
         if self.type is int:
             if isinstance(text, bool) or (not isinstance(text, (int, str))):
-                raise FlagError(f"--{self.name}: expected an integer, got {text!r}{where}")
+                raise FlagValueError(f"--{self.name}: expected an integer ({self.range_text()}), "
+                                     f"got {text!r}{where}")
             try:
                 value = int(text)
             except ValueError:
-                raise FlagError(f"--{self.name}: expected an integer, got '{text}'{where}") from None
+                raise FlagValueError(f"--{self.name}: expected an integer ({self.range_text()}), "
+                                     f"got '{_clip(text)}'{where}") from None
+            self.check_range(value, where)
         elif self.type is float:
             if isinstance(text, bool) or not isinstance(text, (int, float, str)):
-                raise FlagError(f"--{self.name}: expected a number, got {text!r}{where}")
+                raise FlagValueError(f"--{self.name}: expected a number ({self.range_text()}), "
+                                     f"got {text!r}{where}")
             try:
                 value = float(text)
-            except ValueError:
-                raise FlagError(f"--{self.name}: expected a number, got '{text}'{where}") from None
+            except (ValueError, OverflowError):
+                raise FlagValueError(f"--{self.name}: expected a number ({self.range_text()}), "
+                                     f"got '{_clip(text)}'{where}") from None
+            self.check_range(value, where)
         else:
             if not isinstance(text, str):
                 raise FlagError(f"--{self.name}: expected a string, got {text!r}{where}")
@@ -68,6 +129,11 @@ class Flag:
         if self.choices is not None and value not in self.choices:
             raise FlagError(f"--{self.name}: '{value}' is not one of {', '.join(repr(c) for c in self.choices)}{where}")
         return value
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 @dataclass

@@ -3,13 +3,26 @@
 Every plugin, first-party or not, is a module registered under the entry-point group
 `acelera.delegates`; its `register_delegates(register)` hook declares DelegateSpecs.
 `ACELERA_PLUGINS` (comma-separated entry-point or distribution names) restricts which load;
-an empty value loads none. A plugin that fails to import, raises in its hook, or declares
-something inconsistent (including a flag that conflicts with another plugin's) is recorded in
+an empty value loads none. A plugin that fails to import, raises in its hook (anything short of
+KeyboardInterrupt, `sys.exit()` included), or declares something inconsistent (including a flag
+that conflicts with another plugin's, or a delegate name another plugin registered) is recorded in
 `broken` with the reason, and the others keep working.
+
+Delegate names are unique. acelera's own plugins (distribution `acelera`) load first, so no
+other plugin can take their names; among the others the first registration wins and the second
+is refused naming both distributions. A registry discovering the installed plugins also reserves
+FIRST_PARTY_DELEGATES when ACELERA_PLUGINS leaves acelera's own plugins out (a registry given
+its entry points, as tests build them, reserves only the names its first-party plugins declare).
+
+Availability probes run in a daemon thread with a time limit (ACELERA_PROBE_TIMEOUT seconds,
+default 20): a probe that does not return in time leaves its delegate unavailable, and is not
+started again while it still runs.
 """
 from __future__ import annotations
 
+import math
 import os
+import threading
 import traceback
 import warnings
 from dataclasses import dataclass
@@ -25,6 +38,13 @@ from acelera.registrar.flags import FlagSet, ParsedFlags
 from acelera.registrar.spec import COMMON_FLAGS, DelegateSpec
 
 GROUP = "acelera.delegates"
+#: the distribution of acelera's own plugins
+FIRST_PARTY_DISTRIBUTION = "acelera"
+#: the delegate names acelera's own plugins declare: no other distribution may register them
+FIRST_PARTY_DELEGATES = frozenset({"xnnpack-cpu", "gpu-opencl", "gpu-gl", "nnapi", "hexagon", "coreml",
+                                   "litert-external", "litert-xnnpack"})
+PROBE_TIMEOUT_ENV = "ACELERA_PROBE_TIMEOUT"
+DEFAULT_PROBE_TIMEOUT = 20.0
 
 
 class RegistryError(AceleraError):
@@ -53,7 +73,72 @@ class PluginInfo:
 def _summary(e: BaseException) -> str:
     tb = traceback.extract_tb(e.__traceback__)
     where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
-    return f"{type(e).__name__}: {e}{where}"
+    if isinstance(e, SystemExit):
+        return f"called sys.exit({e.code!r}){where}"
+    text = str(e)
+    return f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}"
+
+
+def _fatal(e: BaseException) -> bool:
+    """Whether a plugin's exception must reach the user: only Ctrl-C (KeyboardInterrupt) does;
+    SystemExit, GeneratorExit and every Exception mark the plugin broken instead."""
+    return isinstance(e, KeyboardInterrupt)
+
+
+def probe_timeout() -> float:
+    """Seconds a probe may take: ACELERA_PROBE_TIMEOUT, or 20 (a bad value warns, 20 is used)."""
+    text = os.environ.get(PROBE_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_PROBE_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > 86400:
+        warnings.warn(f"{PROBE_TIMEOUT_ENV}={text!r} is not a number of seconds in (0, 86400]; "
+                      f"using {DEFAULT_PROBE_TIMEOUT:g}", stacklevel=3)
+        return DEFAULT_PROBE_TIMEOUT
+    return value
+
+
+#: probes still running after their time limit, by id() of the probe (the running thread keeps
+#: the probe alive, so the id is not reused meanwhile): never started twice at once
+_stuck_probes: dict[int, threading.Thread] = {}
+_stuck_lock = threading.Lock()
+
+
+def run_probe(name: str, probe: Any, timeout: float | None = None) -> Support:
+    """A delegate's availability probe with a time limit: its Support, or an unavailable Support
+    when it raises (anything short of KeyboardInterrupt) or does not return within `timeout`
+    seconds (then it keeps running in a daemon thread, and is not started again meanwhile)."""
+    timeout = probe_timeout() if timeout is None else timeout
+    with _stuck_lock:
+        stuck = _stuck_probes.get(id(probe))
+        if stuck is not None and stuck.is_alive():
+            return Support(False, f"probe did not return within {timeout:g} s (an earlier call is still running)")
+        _stuck_probes.pop(id(probe), None)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            s = probe()
+            box["support"] = s if isinstance(s, Support) else Support(bool(s), "" if s else "probe said no")
+        except BaseException as e:  # noqa: BLE001  (a probe never takes the host down)
+            box["error"] = e
+
+    thread = threading.Thread(target=target, name=f"acelera-probe-{name}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        with _stuck_lock:
+            _stuck_probes[id(probe)] = thread
+        return Support(False, f"probe did not return within {timeout:g} s")
+    if "error" in box:
+        e = box["error"]
+        if _fatal(e):
+            raise e
+        return Support(False, f"availability probe raised {_summary(e)}")
+    return box["support"]
 
 
 class Registry:
@@ -69,19 +154,30 @@ class Registry:
         self._availability: dict[str, Support] = {}
         if allow is None:
             allow = os.environ.get("ACELERA_PLUGINS")
-        eps = entry_points if entry_points is not None else metadata.entry_points(group=GROUP)
+        #: names no plugin outside distribution `acelera` may register, loaded or not
+        self.reserved: frozenset[str] = FIRST_PARTY_DELEGATES if entry_points is None else frozenset()
+        eps = list(entry_points if entry_points is not None else metadata.entry_points(group=GROUP))
+        # acelera's own plugins first: their delegate names cannot be taken by a later plugin
+        eps.sort(key=lambda ep: _distribution(ep)[0] != FIRST_PARTY_DISTRIBUTION)
         for ep in eps:
-            dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+            dist, version = _distribution(ep)
             if allow is not None and ep.name not in _split(allow) and dist not in _split(allow):
                 continue
-            self.load_plugin(ep.name, ep.load, dist, getattr(getattr(ep, "dist", None), "version", "?"))
+            self.load_plugin(ep.name, ep.load, dist, version)
 
     def load_plugin(self, name: str, loader, distribution: str = "?", version: str = "?") -> None:
         """Import one plugin and collect its specs; failures mark it broken."""
+        if name in self.plugins or name in self.broken:
+            taken = self.plugins[name].distribution if name in self.plugins else "a broken plugin"
+            key = f"{name} ({distribution})"
+            self.broken[key] = f"entry point name '{name}' is already used by {taken}; refused from {distribution}"
+            return
         try:
             module = loader()
             self.pm.register(module, name=name)
-        except Exception as e:
+        except BaseException as e:  # noqa: BLE001  (sys.exit() in a plugin breaks only that plugin)
+            if _fatal(e):
+                raise
             self.broken[name] = f"failed to import: {_summary(e)}"
             return
         declared: list[DelegateSpec] = []
@@ -89,14 +185,19 @@ class Registry:
             for impl in self.pm.hook.register_delegates.get_hookimpls():
                 if impl.plugin_name == name:
                     impl.function(register=declared.append)
+            seen: set[str] = set()
             for spec in declared:
                 if not isinstance(spec, DelegateSpec):
                     raise TypeError(f"register() takes DelegateSpec objects, got {type(spec).__name__}")
                 spec.validate()
-                if spec.name in self.specs:
-                    raise ValueError(f"delegate name '{spec.name}' is already registered")
+                self._check_name(spec.name, distribution, version)
+                if spec.name in seen:
+                    raise ValueError(f"delegate name '{spec.name}' is registered twice by {distribution}")
+                seen.add(spec.name)
             self.flagset.check_compatible(f for s in declared for f in s.flags)
-        except Exception as e:
+        except BaseException as e:  # noqa: BLE001
+            if _fatal(e):
+                raise
             self.pm.unregister(name=name)
             self.broken[name] = f"failed to declare itself: {e if isinstance(e, AceleraError) else _summary(e)}"
             return
@@ -107,6 +208,20 @@ class Registry:
         self.plugins[name] = PluginInfo(name, getattr(module, "__name__", "?"), distribution, version,
                                         tuple(s.name for s in declared))
 
+    def _check_name(self, delegate: str, distribution: str, version: str) -> None:
+        """Refuse a delegate name already registered, or reserved for acelera's own plugins."""
+        owner = self.plugin_of(delegate)
+        if owner is not None:
+            raise RegistryError(f"delegate name '{delegate}' is already registered by {owner.distribution} "
+                                f"{owner.version} (plugin {owner.name}); {distribution} {version} cannot "
+                                f"register it too")
+        if delegate in self.specs:
+            raise RegistryError(f"delegate name '{delegate}' is already registered; {distribution} {version} "
+                                f"cannot register it too")
+        if delegate in self.reserved and distribution != FIRST_PARTY_DISTRIBUTION:
+            raise RegistryError(f"delegate name '{delegate}' belongs to {FIRST_PARTY_DISTRIBUTION}'s own "
+                                f"plugins; {distribution} {version} cannot register it")
+
     # --- queries -------------------------------------------------------------------------
     def spec(self, name: str) -> DelegateSpec:
         if name not in self.specs:
@@ -116,15 +231,11 @@ class Registry:
         return self.specs[name]
 
     def availability(self, name: str) -> Support:
-        """The plugin's availability probe, run once per process; exceptions count as unavailable."""
+        """The plugin's availability probe, run once per process with a time limit (run_probe);
+        exceptions and a probe that does not return in time count as unavailable."""
         if name not in self._availability:
             spec = self.spec(name)
-            try:
-                s = spec.probe()
-                s = s if isinstance(s, Support) else Support(bool(s), "" if s else "probe said no")
-            except Exception as e:
-                s = Support(False, f"availability probe raised {_summary(e)}")
-            self._availability[name] = s
+            self._availability[name] = run_probe(name, spec.probe)
         return self._availability[name]
 
     def plugin_of(self, delegate: str) -> PluginInfo | None:
@@ -219,7 +330,9 @@ class Registry:
             d = spec.factory(options)
         except AceleraError:
             raise
-        except Exception as e:
+        except BaseException as e:  # noqa: BLE001  (sys.exit() in a factory is its failure, not the host's)
+            if _fatal(e):
+                raise
             raise RegistryError(f"{spec.name}: failed to create the delegate: {_summary(e)}") from None
         if not isinstance(d, Delegate):
             raise RegistryError(f"{spec.name}: factory returned {type(d).__name__}, not a Delegate")
@@ -247,6 +360,12 @@ class TableDelegate(Delegate):
 def _enables(value: Any) -> bool:
     """An enabling flag is on: a bool flag set true, or a string flag (a library path) set."""
     return value is True or (isinstance(value, str) and value != "")
+
+
+def _distribution(ep: Any) -> tuple[str, str]:
+    """(name, version) of the distribution an entry point comes from ('?' when unknown)."""
+    dist = getattr(ep, "dist", None)
+    return (getattr(dist, "name", None) or "?", getattr(dist, "version", None) or "?")
 
 
 def _split(text: str) -> set[str]:

@@ -5,23 +5,25 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from acelera.core.delegate import Delegate, OpTable, Support
-from acelera.registrar.flags import Flag
+from acelera.registrar.flags import INT32_MAX, Flag, FlagError
 
 #: The model types of TFLite's delegates guide.
 MODEL_TYPES = ("float32", "float16", "dynamic-range", "full-integer", "qat")
 BACKENDS = ("hardware", "emulated", "cpu")
-INT32_MAX = (1 << 31) - 1
+#: the most threads a thread flag may ask for (the BLAS pools clamp it to what they have)
+MAX_THREADS = INT32_MAX
 
 #: The registrar's own flags (TFLite's Default-NoDelegate provider), shared by every tool.
 COMMON_FLAGS = (
-    Flag("num_threads", int, -1, "CPU inference threads; -1 = platform default"),
+    Flag("num_threads", int, -1, "CPU inference threads; -1 (or 0) = platform default",
+         minimum=-1, maximum=MAX_THREADS),
     Flag("max_delegated_partitions", int, 0,
-         "Cap on delegated partitions; 0 = no tool-imposed limit (each delegate applies its own default)"),
+         "Cap on delegated partitions; <=0 = no tool-imposed limit (each delegate applies its own default)"),
     Flag("min_nodes_per_partition", int, 0, "Smallest partition worth delegating; <=0 = the delegate's default"),
     Flag("delegate_serialize_dir", str, "", "Directory where a delegate may cache compiled data (needs the token too)"),
     Flag("delegate_serialize_token", str, "", "Model-specific namespace key for the cache (needs the dir too)"),
-    Flag("first_delegate_node_index", int, 0, "First node index eligible for delegation"),
-    Flag("last_delegate_node_index", int, INT32_MAX, "Last node index eligible for delegation"),
+    Flag("first_delegate_node_index", int, 0, "First node index eligible for delegation", minimum=0),
+    Flag("last_delegate_node_index", int, INT32_MAX, "Last node index eligible for delegation", minimum=0),
 )
 
 Options = Mapping[str, Any]
@@ -78,3 +80,12 @@ class DelegateSpec:
                 raise ValueError(f"{self.name}: enabling flag --{e} is not declared")
         if not isinstance(self.op_table, OpTable):
             raise ValueError(f"{self.name}: op_table must be an OpTable")
+        for f in self.flags:
+            if f.bounds() is None:
+                continue
+            if isinstance(f.default, bool) or not isinstance(f.default, (int, float)):
+                raise ValueError(f"{self.name}: flag --{f.name} needs a numeric default, got {f.default!r}")
+            try:
+                f.check_range(f.default)
+            except FlagError as e:
+                raise ValueError(f"{self.name}: the default of {e}") from None
