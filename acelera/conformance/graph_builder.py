@@ -27,6 +27,7 @@ from acelera.conformance.templates import (
 )
 from acelera.core.builder import ModelBuilder
 
+
 # --- materialization -----------------------------------------------------------------------
 @dataclass
 class Built:

@@ -37,10 +37,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from acelera.conformance.input_bounds import index_bounds
 from acelera.core.delegate import Delegate
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter, OpResolverType
-from acelera.conformance.input_bounds import index_bounds
 from acelera.core.partition import DelegationReport
 
 __all__ = [

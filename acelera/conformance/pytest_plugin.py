@@ -179,7 +179,7 @@ def pytest_testnodedown(node, error) -> None:
     if not sent:
         return
     import acelera
-    from acelera.conformance.suite import CaseResult
+    from acelera.conformance.certificate import CaseResult
 
     if sent.get("version") != acelera.__version__:
         raise pytest.UsageError(f"acelera conformance: worker {getattr(node, 'gateway', node)} runs acelera "

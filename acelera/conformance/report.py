@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from acelera.conformance.suite import CaseResult, Certificate
+    from acelera.conformance.certificate import CaseResult, Certificate
 
 __all__ = ["write_json", "load_json", "write_junit", "write_markdown", "write_html", "summary_lines",
            "write_all", "markdown", "op_rows"]
@@ -42,7 +42,7 @@ def write_json(cert: "Certificate", path: str | Path) -> Path:
 
 
 def load_json(path: str | Path) -> "Certificate":
-    from acelera.conformance.suite import Certificate
+    from acelera.conformance.certificate import Certificate
 
     return Certificate.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 

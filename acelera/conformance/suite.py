@@ -41,12 +41,9 @@ reason and no cases.
 """
 from __future__ import annotations
 
-import math
-import platform
 import sys
 import time
-import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -54,248 +51,60 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from acelera.conformance import cases as C
-from acelera.conformance.tolerances import Tolerance, Tolerances, compare, resolve_precision
-from acelera.core.delegate import Delegate, OpSupport, OpTable, Support
+from acelera.conformance.behaviour import BehaviourCases
+from acelera.conformance.certificate import (  # noqa: F401  (the suite's public names)
+    STATUSES,
+    SUITE_NAME,
+    VERDICT_RULE,
+    CaseResult,
+    Certificate,
+    _jsonable,
+    declared_matrix,
+    finish,
+    merge,
+    platform_info,
+    verdict_rule,
+)
+from acelera.conformance.model_cases import ModelCases
+from acelera.conformance.running import (  # noqa: F401
+    _average_ok,
+    _checked_reference,
+    _describe,
+    _feed,
+    _interpreter,
+    _invoke,
+    _numeric,
+    _out_quant,
+    _outputs,
+    _reference,
+    _refusal_reasons,
+    _same,
+    _Skip,
+    _Warnings,
+)
+from acelera.conformance.tolerances import (
+    Tolerance,
+    Tolerances,
+    compare,
+    resolve_precision,
+)
+from acelera.core.delegate import Delegate, Support
 from acelera.core.errors import AceleraError
 from acelera.core.executor import Executor
-from acelera.core.interpreter import Interpreter, OpResolverType
 from acelera.core.model import load_model
-from acelera.core.partition import DelegationWarning, select_partitions
-from acelera.core.subplan import ReferenceKernel
 
 __all__ = ["CaseResult", "Certificate", "Certification", "certify", "merge", "run", "run_case",
            "VERDICT_RULE", "STATUSES", "SUITE_NAME"]
 
-SUITE_NAME = "acelera-conformance"
-STATUSES = ("pass", "fail", "not-covered", "skip")
-MODEL_RUNS = 2  # inference_diff runs per model case (1 invocation each)
-
-VERDICT_RULE = (
-    "PASS when no case fails: every declared (op, version, dtype) case the suite can build and "
-    "the CPU reference can run is delegated as exactly one partition holding every node and "
-    "agrees with the reference within the tolerance of the delegate's precision; every case just "
-    "outside the declaration (version max+1, an undeclared dtype, a violated constraint) is "
-    "refused by the delegate and the CPU fallback gives the reference result; every model case "
-    "is within its per-output tolerance; every behaviour case holds (deterministic repeated "
-    "invokes, resize then invoke, clean fallback when prepare fails, correct partitioning with a "
-    "second delegate). At least one case must pass. Declared combinations the suite cannot "
-    "test (no generator, or no CPU reference kernel) are reported as not covered and do not "
-    "fail the verdict{strict}; skipped cases do not count. Coverage counts a declared op as "
-    "passed when it has at least one passing case and no failing case.")
-
-
-def verdict_rule(strict: bool) -> str:
-    return VERDICT_RULE.format(strict=" unless strict coverage is on ([verdict] not_covered = \"fail\"), "
-                                      "which it is for this run" if strict else
-                               " (strict coverage, [verdict] not_covered = \"fail\", makes them fail)")
-
 
 # --- results -------------------------------------------------------------------------------
-@dataclass
-class CaseResult:
-    """The outcome of one case."""
-
-    id: str
-    kind: str
-    status: str
-    op: str | None = None
-    version: int | None = None
-    dtype: str | None = None
-    variant: str = ""
-    #: op cases: "delegated" (inside the declaration) or "refused" (a constraint says no)
-    expected: str = ""
-    errors: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
-    #: wall time of one invoke with the delegate, microseconds
-    latency_us: float | None = None
-    #: wall time of one invoke of the CPU reference, microseconds
-    reference_latency_us: float | None = None
-    seconds: float = 0.0
-    precision: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "pass"
-
-    def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CaseResult":
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        v = float(x)
-        return v if math.isfinite(v) else str(v)
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    return x
-
-
-@dataclass
-class Certificate:
-    """Everything a certification run established about one delegate."""
-
-    delegate: str
-    status: str  # "certified", "unavailable", "error"
-    verdict: str  # "PASS", "FAIL", "UNAVAILABLE"
-    reason: str = ""
-    suite: str = SUITE_NAME
-    acelera_version: str = ""
-    plugin: dict[str, Any] = field(default_factory=dict)
-    backend: str = ""
-    platform: dict[str, Any] = field(default_factory=dict)
-    device: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
-    precision: dict[str, str] = field(default_factory=dict)
-    tolerances: dict[str, Any] = field(default_factory=dict)
-    model_types: list[str] = field(default_factory=list)
-    declared: list[dict[str, Any]] = field(default_factory=list)
-    seed: int = 0
-    shard: str = "0/1"
-    total_cases: int = 0
-    cases: list[CaseResult] = field(default_factory=list)
-    coverage: dict[str, Any] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
-    verdict_rule: str = ""
-    verdict_reasons: list[str] = field(default_factory=list)
-    started: str = ""
-    duration_s: float = 0.0
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "PASS"
-
-    def failures(self) -> list[CaseResult]:
-        return [c for c in self.cases if c.status == "fail"]
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "cases"}
-        d["cases"] = [c.to_dict() for c in self.cases]
-        return _jsonable(d)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Certificate":
-        known = set(cls.__dataclass_fields__)
-        kw = {k: v for k, v in d.items() if k in known and k != "cases"}
-        return cls(**kw, cases=[CaseResult.from_dict(c) for c in d.get("cases", [])])
 
 
 # --- helpers -------------------------------------------------------------------------------
-def _model_input(model: Any) -> bytes | str:
-    if isinstance(model, (bytes, bytearray)):
-        return bytes(model)
-    if isinstance(model, (str, Path)):
-        return str(model)
-    return model()
-
-
-def _interpreter(model: bytes | str, delegates: Sequence[Delegate] = ()) -> Interpreter:
-    if isinstance(model, bytes):
-        return Interpreter(model_content=model, experimental_delegates=list(delegates),
-                           experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    return Interpreter(model_path=model, experimental_delegates=list(delegates),
-                       experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-
-
-def _feed(it: Interpreter, inputs: Sequence[np.ndarray]) -> None:
-    for det, x in zip(it.get_input_details(), inputs):
-        it.set_tensor(det["index"], x)
-
-
-def _invoke(it: Interpreter) -> float:
-    t0 = time.perf_counter_ns()
-    with np.errstate(all="ignore"):
-        it.invoke()
-    return (time.perf_counter_ns() - t0) / 1000.0
-
-
-def _outputs(it: Interpreter) -> list[np.ndarray]:
-    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
-
-
-def _out_quant(it: Interpreter) -> list[tuple[float | None, int]]:
-    out = []
-    for d in it.get_output_details():
-        s, z = d["quantization"]
-        kind = np.dtype(d["dtype"]).kind
-        out.append((float(s), int(z)) if s and kind in "iu" else (None, 0))
-    return out
-
-
-def _reference(model: bytes | str, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float, Interpreter]:
-    it = _interpreter(model)
-    it.allocate_tensors()
-    _feed(it, inputs)
-    us = _invoke(it)
-    return _outputs(it), us, it
-
-
-def _checked_reference(built: C.Built):
-    """The reference run of a case; NotCovered when the reference declines the node."""
-    try:
-        return _reference(built.model, built.inputs)
-    except AceleraError as e:
-        if C.reference_gap(e):
-            raise C.NotCovered(f"the CPU reference cannot run it: {e}") from None
-        raise C.ReferenceFailure(f"the CPU reference fails on this case: {e}") from None
-
-
-class _Warnings:
-    """Record warnings (DelegationWarning and others) raised while a block runs."""
-
-    def __enter__(self):
-        self._cm = warnings.catch_warnings(record=True)
-        self.records = self._cm.__enter__()
-        warnings.simplefilter("always")
-        return self
-
-    def __exit__(self, *exc):
-        return self._cm.__exit__(*exc)
-
-    def delegation(self) -> list[str]:
-        return [str(w.message) for w in self.records if issubclass(w.category, DelegationWarning)]
-
-
-def _numeric(dtype: str | None, model_type: str | None = None) -> str:
-    if model_type is not None:
-        return "integer" if model_type == "full-integer" else "float"
-    return "integer" if dtype in C.QUANT_DTYPES or dtype == "INT32" else "float"
-
-
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-
-
-def _average_ok(entry: dict[str, Any], avg_steps: float, bound: float) -> tuple[bool, str]:
-    """The average-error bound of a model case (tolerance avg_steps), recorded in `entry`."""
-    entry.update(avg_steps=avg_steps, allowed_avg_steps=bound)
-    return avg_steps <= bound, f"average error {avg_steps:.3g} quantization steps (allowed {bound:g})"
-
-
-def _refusal_reasons(rep, name: str, node_count: int) -> str:
-    bits = []
-    for n in range(node_count):
-        for d, why in rep.rejections.get(n, []):
-            if d == name:
-                bits.append(f"node {n}: {why}")
-    for d, nodes, msg in rep.failures:
-        if d == name:
-            bits.append(f"prepare failed for nodes {list(nodes)}: {msg}")
-    return "; ".join(bits)
 
 
 # --- the certification run -------------------------------------------------------------------
-class Certification:
+class Certification(ModelCases, BehaviourCases):
     """One delegate's certification: its case list (this shard), the delegate and the runner.
 
     `certify()` drives it; the pytest plugin runs its cases one test at a time.
@@ -516,308 +325,10 @@ class Certification:
         res.details["outputs"] = per_output
 
     # --- model cases -----------------------------------------------------------------------
-    def _run_model(self, case: C.Case, res: CaseResult) -> None:
-        from acelera.conformance.inference_diff import diff
 
-        model = _model_input(case.model)
-        numeric = _numeric(None, case.model_type)
-        res.details["model_type"] = case.model_type
-        res.dtype = case.model_type
-        from acelera.conformance.inference_diff import InferenceDiffError
-
-        d = self.delegate
-        seed = C.case_seed(self.seed, case.id) % (2 ** 32)
-        try:
-            with _Warnings() as w:
-                result = diff(model, [d], num_runs=MODEL_RUNS, num_threads=1, invocations_per_run=1, seed=seed)
-        except InferenceDiffError as e:
-            # input types inference_diff does not generate (int16): the same comparison, locally
-            res.details["engine"] = f"local comparison ({e})"
-            with _Warnings() as w:
-                result = _local_diff(model, d, seed)
-        except AceleraError:
-            try:
-                _interpreter(model).allocate_tensors()
-            except AceleraError as e2:
-                if C.reference_gap(e2):
-                    raise C.NotCovered(f"the CPU reference cannot run the model: {e2}") from None
-                raise C.ReferenceFailure(f"the CPU reference fails on the model: {e2}") from None
-            raise
-        m = load_model(model)
-        sg = m.main
-        rep = result.delegation
-        taken = rep.nodes_of(d.name)
-        res.details.update({
-            "nodes": len(sg.operators), "delegated_nodes": len(taken), "partitions": len(rep.partitions_of(d.name)),
-            "runs": result.num_runs,
-        })
-        if w.delegation():
-            res.details["warnings"] = w.delegation()
-        self._model_latency(model, d, res)
-        precision, tol = self.tolerance(numeric, "model")
-        res.precision = precision
-        res.details["tolerance"] = asdict(tol)
-        floors = None
-        if numeric == "float" and precision in ("float32", "float16") and tol.floor_k and any(
-                sg.tensors[od.tensor].dtype.kind == "f" for od in result.output_errors):
-            from acelera.conformance.floor import measure, to_details
-
-            floors = measure(model, m, d, seed=seed, runs=MODEL_RUNS, half=precision == "float16")
-            res.details["floor"] = to_details(floors)
-        producers = {t: op for op in sg.operators for t in op.outputs}
-        per_output = []
-        for od in result.output_errors:
-            t = sg.tensors[od.tensor]
-            q = t.quantization
-            entry: dict[str, Any] = {"name": od.name, "avg_error": od.avg_value, "std_dev": od.std_deviation}
-            if t.dtype.kind in "iu" and q.is_set and q.scale.size == 1 and float(q.scale[0]) > 0:
-                scale, zp = float(q.scale[0]), int(q.zero_point[0]) if q.zero_point.size else 0
-                steps = od.max_abs_error
-                max_ref = (od.max_abs_reference + abs(zp)) * scale
-                allowed = tol.allowed(max_ref, scale)
-                allowed_steps = math.floor(allowed / scale + 1e-9)
-                ok = steps <= allowed_steps
-                entry.update(max_steps=steps, allowed_steps=allowed_steps, max_abs_error=steps * scale)
-                msg = f"{steps:g} quantization steps off (allowed {allowed_steps})"
-                if ok and tol.avg_steps is not None:
-                    ok, msg = _average_ok(entry, od.avg_value, tol.avg_steps)
-            elif t.dtype.kind == "f":
-                quantum = 0.0
-                p = producers.get(od.tensor)
-                if p is not None and p.op == "DEQUANTIZE" and p.inputs:
-                    qi = sg.tensors[p.inputs[0]].quantization
-                    quantum = float(np.max(qi.scale)) if qi.is_set else 0.0
-                if floors is not None:
-                    fo = floors.outputs[od.index]
-                    bound = tol.allowed(fo.max_abs, quantum or None)
-                    allowed = tol.allowed(fo.max_abs, quantum or None, fo.floor)
-                    ok = fo.error <= allowed
-                    entry.update(max_abs_error=fo.error, judged_against="float64", floor=fo.floor,
-                                 error_vs_reference=fo.error_vs_reference, max_abs_reference=fo.max_abs,
-                                 allowed=allowed, precision_bound=bound)
-                    msg = (f"max |error| vs float64 {fo.error:.6g} > allowed {allowed:.6g} "
-                           f"(max of {bound:.3g} and {tol.floor_k:g} x floor {fo.floor:.3g})")
-                else:
-                    allowed = tol.allowed(od.max_abs_reference, quantum or None)
-                    ok = od.max_abs_error <= allowed
-                    entry.update(max_abs_error=od.max_abs_error, max_abs_reference=od.max_abs_reference,
-                                 allowed=allowed)
-                    msg = f"max |error| {od.max_abs_error:.6g} > allowed {allowed:.6g}"
-                if ok and quantum and tol.avg_steps is not None:
-                    ok, msg = _average_ok(entry, od.avg_value / quantum, tol.avg_steps)
-            else:
-                ok = od.max_abs_error == 0
-                entry.update(max_abs_error=od.max_abs_error)
-                msg = f"integer output differs by up to {od.max_abs_error:g}"
-            entry["ok"] = bool(ok)
-            per_output.append(entry)
-            if not ok:
-                res.errors.append(f"output {od.index} ('{od.name}'): {msg} ({precision} tolerance)")
-        res.details["outputs"] = per_output
-
-    def _model_latency(self, model: bytes | str, d: Delegate, res: CaseResult) -> None:
-        """Warm latency of the delegate and of the reference: the median of N invokes after W."""
-        from acelera.conformance.inference_diff import bounded_inputs
-        from acelera.conformance.latency import measure_latency
-
-        runs, warm = self.tolerances.latency_runs, self.tolerances.latency_warmup
-        test, ref = _interpreter(model, [d]), _interpreter(model)
-        test.allocate_tensors()
-        ref.allocate_tensors()
-        bounds, _ = bounded_inputs(test)
-        from acelera.conformance.floor import _inputs
-
-        xs = _inputs(np.random.default_rng(0), test, bounds)
-        _feed(test, xs)
-        _feed(ref, xs)
-        t, r = measure_latency(test, runs, warm), measure_latency(ref, runs, warm)
-        res.latency_us, res.reference_latency_us = t.median_us, r.median_us
-        res.details["latency"] = {"method": t.method, "delegate": t.to_dict(), "reference": r.to_dict()}
 
     # --- behaviour cases -----------------------------------------------------------------
-    def _chain_op(self, exclude_table: OpTable | None = None, dtype: str | None = None):
-        """(template, version, dtype) of an op the delegate declares that chains shape-preserving."""
-        from acelera.core.kernels.registry import registered
 
-        ref = registered()
-        table = exclude_table if exclude_table is not None else self.table
-        want_float = C.accepts(self.spec.model_types, "float32") or C.accepts(self.spec.model_types, "float16")
-        dtypes = [dtype] if dtype else (["FLOAT32"] if want_float else []) + ["INT8", "UINT8", "INT16", "FLOAT32"]
-        for dt in dict.fromkeys(dtypes):
-            for op in CHAIN_OPS:
-                if op not in ref:
-                    continue
-                row = table.rows.get(op) if exclude_table is None else None
-                if exclude_table is None:
-                    if row is None or dt not in row.dtypes:
-                        continue
-                    v = min(row.max_version, ref[op].max_version)
-                    if v < row.min_version:
-                        continue
-                else:
-                    other = table.rows.get(op)
-                    if other is not None and dt in other.dtypes:
-                        continue
-                    v = 1
-                tpl = chain_template(op)
-                try:  # the reference must run it, and a declared op must pass the table's constraints
-                    built = C.build_graph([tpl, tpl], dt, v, np.random.default_rng(0))
-                    m = load_model(built.model)
-                    ex = Executor(m.main)
-                    if exclude_table is None and not all(self.table.check(ex.node_context(i)).ok
-                                                         for i in range(2)):
-                        continue
-                    _reference(built.model, built.inputs)
-                except AceleraError:
-                    continue
-                yield tpl, v, dt
-
-    def _first_chain(self):
-        found = next(self._chain_op(), None)
-        if found is None:
-            raise _Skip("no declared op the suite can chain into a behaviour graph "
-                        f"(one of {', '.join(CHAIN_OPS[:8])}, ...)")
-        return found
-
-    def _run_length(self, d: Delegate) -> int:
-        _, min_nodes = d.partition_limits()
-        return max(2, int(min_nodes or 0))
-
-    def _delegated_run(self, res: CaseResult, model: bytes, d: Delegate, expect_all: bool = True) -> Interpreter:
-        with _Warnings() as w:
-            it = _interpreter(model, [d])
-            it.allocate_tensors()
-        n = len(it.model.main.operators)
-        taken = it.delegation.nodes_of(d.name)
-        if expect_all and len(taken) != n:
-            why = _refusal_reasons(it.delegation, d.name, n) or "; ".join(w.delegation())
-            raise AssertionError(f"not fully delegated ({len(taken)}/{n} nodes): {why}")
-        return it
-
-    def _behaviour_repeat(self, case: C.Case, res: CaseResult) -> None:
-        tpl, v, dt = self._first_chain()
-        d = self.delegate
-        m = self._run_length(d)
-        rng = self._rng(case)
-        built = C.build_graph([tpl] * m, dt, v, rng)
-        res.op, res.version, res.dtype = tpl.op, v, dt
-        res.details["graph"] = f"{m} x {tpl.op} v{v} {dt}"
-        ref, ref_us, ref_it = _reference(built.model, built.inputs)
-        it = self._delegated_run(res, built.model, d)
-        x = built.inputs
-        other = [np.flip(a).copy() for a in x]
-        _feed(it, x)
-        res.latency_us = round(_invoke(it), 1)
-        first = _outputs(it)
-        _invoke(it)
-        second = _outputs(it)
-        _feed(it, other)
-        _invoke(it)
-        _feed(it, x)
-        _invoke(it)
-        third = _outputs(it)
-        for k, (a, b, c) in enumerate(zip(first, second, third)):
-            if not _same(a, b):
-                res.errors.append(f"output {k}: a second invoke on the same input gave a different result")
-            if not _same(a, c):
-                res.errors.append(f"output {k}: invoking again after other inputs gave a different result")
-        self._compare(res, first, ref, _out_quant(ref_it), built.quantum, _numeric(dt), "model", None)
-
-    def _behaviour_resize(self, case: C.Case, res: CaseResult) -> None:
-        tpl, v, dt = self._first_chain()
-        d = self.delegate
-        m = self._run_length(d)
-        built = C.build_graph([tpl] * m, dt, v, self._rng(case), dynamic_batch=True)
-        res.op, res.version, res.dtype = tpl.op, v, dt
-        res.details["graph"] = f"{m} x {tpl.op} v{v} {dt}, batch 1 -> 3"
-        # A delegate may decline graphs with a dynamic dimension (NNAPI without
-        # allow_dynamic_dimensions): then the CPU fallback must still give the right result.
-        it = self._delegated_run(res, built.model, d, expect_all=False)
-        n = len(it.model.main.operators)
-        res.details["delegated_before"] = f"{len(it.delegation.nodes_of(d.name))}/{n}"
-        _feed(it, built.inputs)
-        _invoke(it)
-        x = built.inputs[0]
-        big = np.concatenate([x, np.flip(x, axis=-1), np.flip(x, axis=1) if x.ndim > 2 else x], axis=0)
-        ref_it = _interpreter(built.model)
-        for interp in (it, ref_it):
-            interp.resize_tensor_input(interp.get_input_details()[0]["index"], list(big.shape))
-            with _Warnings():
-                interp.allocate_tensors()
-            interp.set_tensor(interp.get_input_details()[0]["index"], big)
-        res.details["delegated_after"] = f"{len(it.delegation.nodes_of(d.name))}/{n}"
-        res.latency_us = round(_invoke(it), 1)
-        res.reference_latency_us = round(_invoke(ref_it), 1)
-        outs, ref = _outputs(it), _outputs(ref_it)
-        for k, o in enumerate(outs):
-            if o.shape[0] != big.shape[0]:
-                res.errors.append(f"output {k} has shape {list(o.shape)} after resizing the batch to {big.shape[0]}")
-        if not res.errors:
-            self._compare(res, outs, ref, _out_quant(ref_it), built.quantum, _numeric(dt), "model", None)
-
-    def _behaviour_prepare_failure(self, case: C.Case, res: CaseResult) -> None:
-        tpl, v, dt = self._first_chain()
-        inner = self.new_delegate()
-        d = _PrepareFails(inner)
-        m = self._run_length(inner)
-        built = C.build_graph([tpl] * m, dt, v, self._rng(case))
-        res.op, res.version, res.dtype = tpl.op, v, dt
-        res.details["graph"] = f"{m} x {tpl.op} v{v} {dt}"
-        ref, ref_us, _ = _reference(built.model, built.inputs)
-        with _Warnings() as w:
-            it = _interpreter(built.model, [d])
-            it.allocate_tensors()
-        if not w.delegation():
-            res.errors.append("no DelegationWarning was emitted when prepare failed")
-        taken = it.delegation.nodes_of(d.name)
-        if taken:
-            res.errors.append(f"nodes {taken} stayed on the delegate although its prepare failed")
-        if not d.calls:
-            res.errors.append("the delegate was never asked to prepare a partition")
-        _feed(it, built.inputs)
-        res.latency_us = round(_invoke(it), 1)
-        for k, (t, r) in enumerate(zip(_outputs(it), ref)):
-            if not _same(t, r):
-                res.errors.append(f"output {k}: the CPU fallback result differs from the reference")
-        res.details["warning"] = (w.delegation() or [""])[0]
-
-    def _behaviour_multi_delegate(self, case: C.Case, res: CaseResult) -> None:
-        tpl, v, dt = self._first_chain()
-        helper_pick = next(self._chain_op(exclude_table=self.table, dtype=dt), None)
-        if helper_pick is None:
-            raise _Skip(f"every op the suite can chain is declared by {self.name} for {dt}")
-        htpl, hv, _ = helper_pick
-        d = self.delegate
-        helper = _HelperDelegate(htpl.op, dt)
-        m = self._run_length(d)
-        nodes = [tpl] * m + [htpl] + [tpl] * m
-        versions = [v] * m + [hv] + [v] * m
-        built = C.build_graph(nodes, dt, versions, self._rng(case))
-        res.op, res.version, res.dtype = tpl.op, v, dt
-        res.details["graph"] = f"{m} x {tpl.op}, {htpl.op} (second delegate), {m} x {tpl.op}; {dt}"
-        ref, ref_us, ref_it = _reference(built.model, built.inputs)
-        with _Warnings() as w:
-            it = _interpreter(built.model, [d, helper])
-            it.allocate_tensors()
-        rep = it.delegation
-        runs = [list(range(m)), list(range(m + 1, 2 * m + 1))]
-        max_p, min_n = d.partition_limits()
-        chosen = select_partitions(runs, [1] * (2 * m + 1), max_p, min_n)
-        want = {n: d.name for r in chosen for n in r}
-        want[m] = helper.name
-        got = {n: rep.node_delegate.get(n) for n in range(2 * m + 1)}
-        expect = {n: want.get(n) for n in range(2 * m + 1)}
-        res.details["expected"] = {str(k): v_ for k, v_ in expect.items()}
-        res.details["assignment"] = {str(k): v_ for k, v_ in got.items()}
-        if got != expect:
-            why = _refusal_reasons(rep, d.name, 2 * m + 1) or "; ".join(w.delegation())
-            res.errors.append(f"partitioning with a second delegate: nodes went {got}, expected {expect}"
-                              + (f" ({why})" if why else ""))
-            return
-        _feed(it, built.inputs)
-        res.latency_us = round(_invoke(it), 1)
-        res.reference_latency_us = round(ref_us, 1)
-        self._compare(res, _outputs(it), ref, _out_quant(ref_it), built.quantum, _numeric(dt), "model", None)
 
     # --- the certificate -----------------------------------------------------------------
     def certificate(self, results: Sequence[CaseResult], *, started: str = "", duration_s: float = 0.0,
@@ -846,253 +357,10 @@ class Certification:
         return cert
 
 
-def _local_diff(model: bytes | str, d: Delegate, seed: int):
-    """inference_diff's measurement for models whose input types it refuses (int16 inputs):
-    MODEL_RUNS runs of uniformly random inputs over each input type's range."""
-    from acelera.conformance.inference_diff import DiffResult, LatencyStats, OutputDiff, RunningStat, bounded_inputs
-
-    test, ref = _interpreter(model, [d]), _interpreter(model)
-    test.allocate_tensors()
-    ref.allocate_tensors()
-    rng = np.random.default_rng(seed)
-    bounds, notes = bounded_inputs(test)
-    outs = test.get_output_details()
-    errs = [RunningStat() for _ in outs]
-    max_err, max_ref = [0.0] * len(outs), [0.0] * len(outs)
-    lat_t, lat_r = RunningStat(), RunningStat()
-    for _ in range(MODEL_RUNS):
-        inputs = []
-        for k, det in enumerate(test.get_input_details()):
-            dt = np.dtype(det["dtype"])
-            shape = tuple(int(x) for x in det["shape"])
-            if k in bounds:
-                inputs.append(rng.integers(bounds[k][0], bounds[k][1], shape).astype(dt))
-            elif dt.kind == "f":
-                inputs.append(rng.uniform(-1, 1, shape).astype(dt))
-            elif dt.kind in "iu":
-                info = np.iinfo(dt)
-                inputs.append(rng.integers(info.min, info.max, shape, endpoint=True).astype(dt))
-            else:
-                inputs.append(np.zeros(shape, dt))
-        _feed(test, inputs)
-        _feed(ref, inputs)
-        lat_t.update(_invoke(test))
-        lat_r.update(_invoke(ref))
-        for k, det in enumerate(outs):
-            t = test.get_tensor(det["index"]).astype(np.float64)
-            r = ref.get_tensor(det["index"]).astype(np.float64)
-            a = np.abs(t - r)
-            errs[k].update(float(a.mean()) if a.size else 0.0)
-            if a.size:
-                max_err[k] = max(max_err[k], float(a.max()))
-                max_ref[k] = max(max_ref[k], float(np.abs(r).max()))
-    od = [OutputDiff.of(k, int(det["index"]), det["name"], np.dtype(det["dtype"]).name, errs[k], max_err[k], max_ref[k])
-          for k, det in enumerate(outs)]
-    return DiffResult(MODEL_RUNS, LatencyStats.of(lat_r), LatencyStats.of(lat_t), od, test.delegation,
-                      [(d.name, d.backend)], [(i, op.name) for i, op in enumerate(test.model.main.operators)],
-                      input_notes=notes)
-
-
-class _Skip(Exception):
-    """A case that does not apply to this delegate."""
-
-
-def _describe(d: Delegate) -> str:
-    try:
-        return str(d.describe())
-    except Exception as e:
-        return f"describe() raised {type(e).__name__}: {e}"
-
-
-def platform_info() -> dict[str, str]:
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "machine": platform.machine(), "python": platform.python_version(),
-            "numpy": np.__version__}
-
-
-def declared_matrix(table: OpTable) -> list[dict[str, Any]]:
-    return [{"op": r.op, "min_version": r.min_version, "max_version": r.max_version, "dtypes": sorted(r.dtypes),
-             "constraints": [c.description for c in r.constraints]} for r in table]
-
-
 # --- coverage and verdict ------------------------------------------------------------------
-def finish(cert: Certificate, table: OpTable | None = None, strict: bool = False) -> Certificate:
-    """Fill counts, coverage and the verdict of a certificate from its cases (in place)."""
-    cert.counts = {s: sum(1 for c in cert.cases if c.status == s) for s in STATUSES}
-    cert.counts["total"] = len(cert.cases)
-    rows = table if table is not None else [_Row(r) for r in cert.declared]
-    combos: dict[tuple[str, int, str], str] = {}
-    ops: dict[str, str] = {}
-    for r in rows:
-        ops[r.op] = "not-covered"
-        for v in range(r.min_version, r.max_version + 1):
-            for dt in sorted(r.dtypes):
-                combos[(r.op, v, dt)] = "not-covered"
-    op_fail: set[str] = set()
-    op_pass: set[str] = set()
-    for c in cert.cases:
-        if c.kind not in ("op", "negative") or c.op is None:
-            continue
-        key = (c.op, c.version, c.dtype)
-        if c.status == "fail":
-            op_fail.add(c.op)
-            if key in combos and c.kind == "op":
-                combos[key] = "fail"
-        elif c.status == "pass" and c.kind == "op" and c.expected == "delegated":
-            op_pass.add(c.op)
-            if combos.get(key) == "not-covered":
-                combos[key] = "pass"
-    for op in ops:
-        ops[op] = "fail" if op in op_fail else "pass" if op in op_pass else "not-covered"
-    partial = cert.shard != "0/1"
-    cert.coverage = {
-        "ops_passed": sum(1 for s in ops.values() if s == "pass"), "ops_declared": len(ops),
-        "ops_failed": sum(1 for s in ops.values() if s == "fail"),
-        "ops_not_covered": sum(1 for s in ops.values() if s == "not-covered"),
-        "combinations_passed": sum(1 for s in combos.values() if s == "pass"),
-        "combinations_declared": len(combos),
-        "combinations_not_covered": sum(1 for s in combos.values() if s == "not-covered"),
-        "ops": ops, "partial": partial,
-        "not_covered": [f"{o} v{v} {dt}" for (o, v, dt), s in combos.items() if s == "not-covered"],
-    }
-    reasons: list[str] = []
-    if cert.status == "unavailable":
-        cert.verdict = "UNAVAILABLE"
-        reasons.append(f"not certified: {cert.reason}")
-    elif cert.status == "error":
-        cert.verdict = "FAIL"
-        reasons.append(cert.reason)
-    else:
-        fails = [c for c in cert.cases if c.status == "fail"]
-        for c in fails[:20]:
-            reasons.append(f"{c.id}: {(c.errors or ['failed'])[0]}")
-        if len(fails) > 20:
-            reasons.append(f"... and {len(fails) - 20} more failing cases")
-        if strict and cert.coverage["combinations_not_covered"] and not partial:
-            reasons.append(f"{cert.coverage['combinations_not_covered']} declared combinations are not covered "
-                           f"(strict coverage)")
-        if cert.counts["pass"] == 0:
-            reasons.append("no case passed")
-        cert.verdict = "FAIL" if reasons else "PASS"
-    cert.verdict_reasons = reasons
-    return cert
-
-
-@dataclass
-class _Row:
-    """An op-table row rebuilt from a certificate's declared matrix."""
-
-    d: Mapping[str, Any]
-
-    def __getattr__(self, k):
-        if k == "dtypes":
-            return set(self.d["dtypes"])
-        return self.d[k]
-
-
-def merge(certs: Sequence[Certificate]) -> Certificate:
-    """One certificate from the shards of a run (same delegate, seed and shard count)."""
-    if not certs:
-        raise ValueError("no certificates to merge")
-    base = certs[0]
-    names = {c.delegate for c in certs}
-    if len(names) != 1:
-        raise ValueError(f"certificates of different delegates: {sorted(names)}")
-    n = {c.shard.split("/")[1] for c in certs}
-    if len(n) != 1 or {c.seed for c in certs} != {base.seed}:
-        raise ValueError("certificates from different shard counts or seeds")
-    shards = sorted(int(c.shard.split("/")[0]) for c in certs)
-    count = int(next(iter(n)))
-    merged = Certificate.from_dict(base.to_dict())
-    merged.cases = [r for c in sorted(certs, key=lambda c: c.shard) for r in c.cases]
-    merged.duration_s = round(sum(c.duration_s for c in certs), 3)
-    merged.shard = "0/1" if shards == list(range(count)) else ",".join(f"{s}/{count}" for s in shards) + f" of {count}"
-    if any(c.status != "certified" for c in certs):
-        bad = next(c for c in certs if c.status != "certified")
-        merged.status, merged.reason = bad.status, bad.reason
-    strict = bool(base.tolerances.get("strict_coverage", False)) if isinstance(base.tolerances, dict) else False
-    return finish(merged, None, strict)
 
 
 # --- helper delegates for behaviour cases ----------------------------------------------------
-CHAIN_OPS = ["RELU", "RELU6", "RELU_N1_TO_1", "TANH", "LOGISTIC", "ABS", "NEG", "HARD_SWISH", "ELU",
-             "LEAKY_RELU", "ADD", "MUL", "SUB", "MAXIMUM", "MINIMUM", "CONV_2D", "DEPTHWISE_CONV_2D",
-             "AVERAGE_POOL_2D", "MAX_POOL_2D", "PRELU", "SQUARE", "FLOOR", "CEIL", "EXP", "SIN", "COS", "GELU",
-             "SQUARED_DIFFERENCE"]
-CHAIN_SHAPE = (1, 6, 6, 4)
-
-
-def chain_template(op: str) -> C.OpTemplate:
-    """A shape-preserving single-input variant of `op` on CHAIN_SHAPE (for behaviour graphs)."""
-    s = CHAIN_SHAPE
-    c = s[-1]
-    if op in ("ADD", "MUL", "SUB", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"):
-        opts = {"fused_activation_function": "NONE"} if op in C.FUSED_ACT_BINARY else {}
-        if op in ("ADD", "SUB"):
-            opts["pot_scale_int16"] = False
-        return C.OpTemplate(op, (C.T(s, domain=(-2, 2)), C.T((c,), const=True, domain=(-1, 1))), (C.T(s),), opts,
-                            "chain", same_quant=op in C.SAME_QUANT_BINARY)
-    if op == "CONV_2D":
-        return C.OpTemplate(op, (C.T(s, domain=(-2, 2)), C.T((c, 1, 1, c), role="weights", const=True, axis=0),
-                                 C.T((c,), role="bias", const=True, domain=(-0.5, 0.5))), (C.T(s),),
-                            C._conv_opts("SAME", 1, 1), "chain")
-    if op == "DEPTHWISE_CONV_2D":
-        return C.OpTemplate(op, (C.T(s, domain=(-2, 2)), C.T((1, 3, 3, c), role="weights", const=True, axis=3),
-                                 C.T((c,), role="bias", const=True, domain=(-0.5, 0.5))), (C.T(s),),
-                            C._conv_opts("SAME", 1, 1) | {"depth_multiplier": 1}, "chain")
-    if op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
-        opts = {"padding": "SAME", "stride_h": 1, "stride_w": 1, "filter_height": 3, "filter_width": 3,
-                "fused_activation_function": "NONE"}
-        return C.OpTemplate(op, (C.T(s, domain=(-2, 2)),), (C.T(s),), opts, "chain", same_quant=True)
-    if op == "PRELU":
-        return C.OpTemplate(op, (C.T(s, domain=(-2, 2)), C.T((1, 1, c), role="weights", const=True, domain=(0.05, 0.5))),
-                            (C.T(s),), {}, "chain")
-    opts: dict[str, Any] = {}
-    if op == "LEAKY_RELU":
-        opts = {"alpha": 0.2}
-    dom = C.UNARY_DOMAIN.get(op, (-2, 2))
-    return C.OpTemplate(op, (C.T(s, domain=dom),), (C.T(s, quant=C.UNARY_QUANT.get(op)),), opts, "chain")
-
-
-class _HelperDelegate(Delegate):
-    """A second delegate for the multi-delegate case: takes one op, runs it on the reference."""
-
-    name = "conformance-helper"
-    backend = "cpu"
-
-    def __init__(self, op: str, dtype: str):
-        super().__init__()
-        self.op_table = OpTable.of([OpSupport(op, max_version=1, dtypes=frozenset({dtype}))], self.name)
-
-    def prepare(self, partition):
-        return ReferenceKernel(partition)
-
-
-class _PrepareFails(Delegate):
-    """Wraps a delegate so that its prepare fails after the real one has run."""
-
-    def __init__(self, inner: Delegate):
-        super().__init__(inner.max_delegated_partitions, inner.min_nodes_per_partition)
-        self.inner = inner
-        self.name = inner.name
-        self.backend = inner.backend
-        self.op_table = inner.op_table
-        self.fp16_weights_aware = inner.fp16_weights_aware
-        self.calls = 0
-
-    def is_node_supported(self, node):
-        return self.inner.is_node_supported(node)
-
-    def partition_limits(self):
-        return self.inner.partition_limits()
-
-    def prepare(self, partition):
-        self.calls += 1
-        self.inner.prepare(partition)
-        raise RuntimeError("conformance: injected failure at the end of prepare")
-
-    def describe(self) -> str:
-        return self.inner.describe()
 
 
 # --- entry points ----------------------------------------------------------------------------
@@ -1219,7 +487,13 @@ def _safe(name: str) -> str:
 
 
 def _certify_with_bar(registry, name, models_dir, seed, shard, tolerances, options=None) -> Certificate:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.progress import Progress as Bar
 
     with Bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
              TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), transient=True) as bar:
