@@ -187,8 +187,8 @@ def test_inference_diff_command(capsys, model, tmp_path):
 
 
 def test_conformance_command(capsys, tmp_path):
-    code, out, _ = run_main(capsys, "conformance")
-    assert code == 2 and "--delegate" in out
+    code, _, err = run_main(capsys, "conformance")
+    assert code == 2 and err.startswith("error: no delegate to certify") and "--delegate" in err
     code, _, err = run_main(capsys, "conformance", "--delegate", "nope")
     assert code == 1 and "no delegate named 'nope'" in err
     code, out, _ = run_main(capsys, "conformance", "--delegate", "hexagon", "--shard", "0/12",

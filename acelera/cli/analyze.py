@@ -76,12 +76,19 @@ def text_lines(interp: Interpreter, scenarios: list[Scenario]) -> list[str]:
         for d in sc.delegates:
             name = d["name"]
             status = "available" if d["available"] else f"unavailable here: {d['reason']}; planned from its op table"
-            taken = rep.nodes_of(name)
+            folded = set(rep.folded)
+            taken = [n for n in rep.nodes_of(name) if n not in folded]
+            claimed = [n for n in rep.nodes_of(name) if n in folded]
             parts = rep.partitions_of(name)
             lines.append("")
             lines.append(f"{name} ({d['backend']}, {status})")
-            lines.append(f"  {len(taken)} of {len(sg.operators)} nodes in {len(parts)} partition(s); "
-                         f"limits: max partitions {d['limits'][0] or 'unlimited'}, min nodes {d['limits'][1] or 'none'}")
+            live = len(sg.operators) - len(folded)
+            lines.append(f"  {len(taken)} of {live} nodes in {len(parts)} partition(s) ({len(folded)} more folded "
+                         f"at prepare); limits: max partitions {d['limits'][0] or 'unlimited'}, "
+                         f"min nodes {d['limits'][1] or 'none'}")
+            if claimed:
+                lines.append(f"  {len(claimed)} folded constant node(s) count as {name}'s, as TFLite's GPU delegate "
+                             f"takes fp16 weights' DEQUANTIZE nodes with the graph")
             for k, p in enumerate(parts):
                 lines.append(f"  partition {k}: {len(p.nodes)} nodes {_ranges(p.nodes)}")
             seen = set()
@@ -97,8 +104,10 @@ def text_lines(interp: Interpreter, scenarios: list[Scenario]) -> list[str]:
         lines.append("  nodes:")
         for i, op in enumerate(sg.operators):
             where = rep.node_delegate.get(i)
-            if where is None:
-                where = "folded (constant, computed once at prepare)" if i in rep.folded else "CPU"
+            if i in rep.folded:
+                where = "folded (constant, computed once at prepare" + (f"; counted as {where}'s)" if where else ")")
+            elif where is None:
+                where = "CPU"
                 reasons = "; ".join(f"{d}: {r}" for d, r in rep.rejections.get(i, []))
                 where += f" ({reasons})" if reasons else ""
             lines.append(f"    {i:4d} {op.name} v{op.version} -> {where}")

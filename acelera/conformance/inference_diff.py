@@ -397,7 +397,9 @@ def delegation_lines(result: DiffResult) -> list[str]:
     ops = dict(result.nodes)
     cpu, folded = _cpu_nodes(result)
     if not result.delegates:
-        lines = [f"No delegate applied: all {len(cpu)} node(s) run on the CPU"]
+        lines = [f"No delegate applied: all {len(cpu)} node(s) run on the CPU",
+                 "Note: with no delegate the test interpreter is the CPU reference itself, so every error is 0 "
+                 "by construction; give --delegate NAME (or a --use_* flag) to compare a delegate"]
     else:
         lines = []
         for name, backend in result.delegates:

@@ -364,6 +364,12 @@ class Certification(ModelCases, BehaviourCases):
 
 
 # --- entry points ----------------------------------------------------------------------------
+class NothingToCertify(AceleraError):
+    """`acelera conformance` without a delegate: a usage error (exit code 2)."""
+
+    exit_code = 2
+
+
 Progress = Callable[[int, int, CaseResult], Any]
 
 
@@ -427,8 +433,7 @@ def run(registry: Any, names: Sequence[str] = (), *, all_: bool = False, models_
     shard = C.parse_shard(shard)
     targets = list(dict.fromkeys(list(names) + (sorted(registry.specs) if all_ else [])))
     if not targets:
-        log("no delegate to certify: give --delegate NAME or --all")
-        return 2
+        raise NothingToCertify("no delegate to certify: give --delegate NAME or --all")
     for n in targets:
         registry.spec(n)  # unknown names fail before anything runs
     interactive = sys.stdout.isatty()
