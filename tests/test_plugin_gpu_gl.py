@@ -201,15 +201,6 @@ def test_probe_without_moderngl(monkeypatch):
     assert not s.ok and "moderngl is not installed" in s.reason
 
 
-def test_unavailable_until_certified(monkeypatch):
-    monkeypatch.delenv(gpu_gl.UNCERTIFIED_ENV, raising=False)
-    monkeypatch.setattr(gpu_gl, "CERTIFIED", False)
-    s = gpu_gl.probe()
-    assert not s.ok and "conformance" in s.reason
-    monkeypatch.setenv(gpu_gl.UNCERTIFIED_ENV, "1")
-    assert gpu_gl.probe().ok
-
-
 def test_backend_selection(monkeypatch):
     from acelera.core.delegate import Support
     from acelera.registrar.registry import get_registry

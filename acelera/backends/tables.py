@@ -19,18 +19,4 @@ def table(delegate: str, spec: str, dtypes: frozenset[str], constraints: dict | 
     return OpTable.of(rows, delegate)
 
 
-def not_built(issue: int):
-    from acelera.core.delegate import Support
-
-    return lambda: Support(False, f"not built yet: its implementation is issue #{issue}")
-
-
-def unbuilt_factory(name: str):
-    def create(options):
-        from acelera.registrar.registry import RegistryError
-
-        raise RegistryError(f"{name} is not built yet")
-    return create
-
-
-__all__ = ["Constraint", "table", "not_built", "unbuilt_factory", "F32", "GPU_TYPES", "Q8"]
+__all__ = ["Constraint", "table", "F32", "GPU_TYPES", "Q8"]

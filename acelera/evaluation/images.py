@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from acelera.core.kernels.resize import bilinear_float32
 from acelera.evaluation.common import EvaluationError
 
 F32 = np.float32
@@ -98,26 +99,10 @@ def _round_half_away(x: float) -> int:
     return int(np.floor(x + 0.5)) if x >= 0 else -int(np.floor(-x + 0.5))
 
 
-def _interpolation(out_size: int, in_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    scale = F32(in_size) / F32(out_size)
-    v = np.arange(out_size, dtype=F32) * scale
-    lo = np.maximum(np.floor(v).astype(np.int64), 0)
-    hi = np.minimum(np.ceil(v).astype(np.int64), in_size - 1)
-    return (v - lo.astype(F32)).astype(F32), lo, hi
-
-
 def resize_bilinear(img: np.ndarray, height: int, width: int) -> np.ndarray:
-    """TFLite's reference ResizeBilinear (align_corners=false, half_pixel_centers=false), float32."""
-    img = img.astype(F32, copy=False)
-    wy, y0, y1 = _interpolation(height, img.shape[0])
-    wx, x0, x1 = _interpolation(width, img.shape[1])
-    wy, wx = wy[:, None, None], wx[None, :, None]
-    one = F32(1)
-    a = img[y0][:, x0]
-    b = img[y1][:, x0]
-    c = img[y0][:, x1]
-    d = img[y1][:, x1]
-    return (a * (one - wy) * (one - wx) + b * wy * (one - wx) + c * (one - wy) * wx + d * wy * wx).astype(F32)
+    """TFLite's ResizeBilinear (align_corners=false, half_pixel_centers=false) in float32: the
+    RESIZE_BILINEAR kernel itself, so preprocessing and the op agree by construction."""
+    return bilinear_float32(img, height, width)
 
 
 # --- normalization -------------------------------------------------------------------------

@@ -186,6 +186,16 @@ def _bilinear_float(x: np.ndarray, oh: int, ow: int, align: bool, half: bool, in
     return acc.astype(np.int32).astype(x.dtype).reshape(n, oh, ow, c)
 
 
+def bilinear_float32(x: np.ndarray, oh: int, ow: int, align_corners: bool = False,
+                     half_pixel_centers: bool = False) -> np.ndarray:
+    """RESIZE_BILINEAR of a float32 NHWC (or HWC) array, as the kernel computes it: for
+    preprocessing (acelera.evaluation) that must match TFLite's resize exactly."""
+    x = np.asarray(x, _F32)
+    single = x.ndim == 3
+    out = _bilinear_float(x[None] if single else x, oh, ow, align_corners, half_pixel_centers, False, _Scratch())
+    return out[0] if single else out
+
+
 def _bilinear_integer(x: np.ndarray, oh: int, ow: int, align: bool, half: bool,
                       scratch: _Scratch):
     """reference_ops::ResizeBilinearInteger for int8/int16 (double-rounding build).

@@ -44,26 +44,10 @@ OPS = {op: PLAN_OPS[op] for op in GL_OPS}
 OP_TABLE = gpu_table("gpu-gl", OPS, {k: v for k, v in PLAN_EXTRA.items() if k in OPS},
                      {k: v for k, v in PLAN_REPLACE.items() if k in OPS})
 
-#: whether the conformance suite passes on this backend (it did on Mesa llvmpipe 22.3, fp16 and
-#: fp32 storage: 674 of 674 cases, 50 ops, 272 (op, version, dtype) combinations, the int8
-#: models included); while False the plugin reports itself unavailable unless
-#: ACELERA_GPU_GL_UNCERTIFIED=1
-CERTIFIED = True
-UNCERTIFIED_ENV = "ACELERA_GPU_GL_UNCERTIFIED"
-
-
 def probe():
-    import os
-
     from acelera.plugins.gpu_gl.context import probe as _probe
 
-    s = _probe()
-    if s.ok and not CERTIFIED and os.environ.get(UNCERTIFIED_ENV) != "1":
-        from acelera.core.delegate import Support
-
-        return Support(False, "gpu-gl works here but has not passed the conformance suite yet "
-                       f"(set {UNCERTIFIED_ENV}=1 to use it anyway)")
-    return s
+    return _probe()
 
 
 def create(options):
