@@ -4,12 +4,19 @@
 plan once on zero inputs to fix every tensor's shape and check every kernel's dtypes, and
 folds constant subexpressions (DEQUANTIZE of fp16 weights, DENSIFY of sparse weights) so they
 run once. `Executor.run()` then executes the plan.
+
+Small models and loop bodies spend most of their time in this loop rather than in kernels, so
+`run()` walks a compiled form of the plan (kernel, argument getter, output index per step) and
+only checks each output's shape. When a shape changes at invoke, the rest of the plan runs
+step by step, re-preparing the steps whose input shapes changed; those steps are kept per node
+and input shapes, so a loop body whose shapes change every iteration prepares each variant once.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Sequence
 
 import numpy as np
@@ -43,6 +50,36 @@ def _tune_malloc() -> None:
 
 
 _tune_malloc()
+
+try:  # numpy >= 2 keeps its floating-point error state in a context variable
+    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE
+except ImportError:  # pragma: no cover - numpy 1.x
+    _FP_STATE = None
+
+_fp_quiet: list = [None, None]  # [an error state, the same state with every error ignored]
+
+
+def _quiet_fp():
+    """Ignore numpy floating-point errors (kernels mirror C++ float semantics) until
+    `_FP_STATE.reset(token)`; returns the token, or None when they are already ignored (a
+    subgraph called from a running plan). `np.errstate` costs about 2 us per use, more than a
+    small node; the ignoring state is derived once per outer state and then only set."""
+    cur = _FP_STATE.get()
+    pair = _fp_quiet
+    if cur is pair[1]:
+        return None
+    if cur is not pair[0]:
+        with np.errstate(all="ignore"):
+            quiet = _FP_STATE.get()
+        pair = [cur, quiet]
+        _fp_quiet[:] = pair
+    return _FP_STATE.set(pair[1])
+
+
+def fp_errors_ignored() -> bool:
+    """Whether numpy's floating-point errors are already ignored (as inside Executor.run), so
+    that a kernel need not enter np.errstate itself."""
+    return _FP_STATE is not None and _FP_STATE.get() is _fp_quiet[1]
 
 
 class KernelError(AceleraError, RuntimeError):
@@ -87,12 +124,27 @@ class Executor:
         self.runtime = runtime  # runtime.ModelRuntime: resolver, resources, called subgraphs
         self.shapes: list[tuple[int, ...]] = [t.shape for t in subgraph.tensors]
         self.values: list[np.ndarray | None] = [None] * len(subgraph.tensors)
-        self.plan: list[Step] = []
+        self.input_dtypes = tuple(subgraph.tensors[t].dtype for t in subgraph.inputs)
+        self._plan: list[Step] = []
+        self._compiled: list[tuple] | None = None  # the plan as run() walks it (see _compile)
+        self._prepared: dict[tuple, Step] = {}  # (node, input shapes) -> step prepared at invoke
+        self._check_all = False  # the next run checks every step's input shapes
         self.plan_ready = False
         self.folded: set[int] = set()
         self.deferred: set[int] = set()  # nodes prepared at invoke (downstream of dynamic shapes)
         self._failed: Step | None = None
         self.report = None  # DelegationReport, set by partition.apply_delegates
+
+    @property
+    def plan(self) -> list[Step]:
+        """The execution plan. Assign a new list to change it (the executor keeps a compiled
+        form of it); the executor itself edits it in place when shapes change at invoke."""
+        return self._plan
+
+    @plan.setter
+    def plan(self, steps: list[Step]) -> None:
+        self._plan = steps
+        self._compiled = None
 
     # --- tensors -------------------------------------------------------------------------
     def tensor(self, i: int) -> Tensor:
@@ -139,6 +191,8 @@ class Executor:
         invoke, when real values have fixed its input shapes, as LiteRT's dynamic tensors are."""
         self.folded = set()
         self.deferred = set()
+        self._prepared = {}
+        self._check_all = False
         self.values = [t.data if t.is_constant else None for t in self.sg.tensors]
         self.reset_variables()
         self.plan = []
@@ -161,6 +215,7 @@ class Executor:
             if self.values[t] is None or self.values[t].shape != self.shapes[t]:
                 self.values[t] = np.zeros(self.shapes[t], self.sg.tensors[t].dtype)
         self.reset_variables()
+        self._compiled = None
         self.plan_ready = True
 
     def _defer(self, i: int) -> None:
@@ -246,68 +301,162 @@ class Executor:
             self.plan = steps
         return times
 
-    def run(self) -> None:
+    def run(self, inputs_changed: bool = False) -> None:
+        """Run the plan on `values`. With `inputs_changed` the subgraph's inputs may have other
+        shapes than `shapes` records (a called subgraph whose loop variables change shape):
+        the steps whose input shapes changed are then re-prepared, as after a data-dependent
+        shape."""
         values = self.values
+        self._failed = None
         try:
-            with np.errstate(all="ignore"):  # kernels mirror C++ float semantics: no warnings
-                self._run_plan(values)
+            if _FP_STATE is None:  # pragma: no cover - numpy 1.x
+                with np.errstate(all="ignore"):
+                    self._run(values, inputs_changed)
+            else:
+                token = _quiet_fp()
+                try:
+                    self._run(values, inputs_changed)
+                finally:
+                    if token is not None:
+                        _FP_STATE.reset(token)
         except AceleraError as e:
             step = self._failed
+            if step is None:
+                raise
             raise type(e)(f"{step.label}: {e}") from None
         except Exception as e:
             step = self._failed
             label = step.label if step is not None else "plan"
             raise KernelError(f"{label}: {type(e).__name__}: {e}") from None
 
-    def _run_plan(self, values) -> None:
-        self._failed = None
-        shapes = self.shapes
-        plan = self.plan
-        for k, step in enumerate(plan):
-            self._failed = step
-            res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
-            if len(step.outputs) == 1 and isinstance(res, np.ndarray):
-                t = step.outputs[0]
-                values[t] = res
-                if res.shape != shapes[t]:
-                    return self._run_dynamic(values, k)
-            else:
-                changed = False
-                for t, v in zip(step.outputs, res):
-                    values[t] = v
-                    changed = changed or np.shape(v) != shapes[t]
-                if changed:
-                    return self._run_dynamic(values, k)
+    def _run(self, values: list, inputs_changed: bool) -> None:
+        changed: set[int] | None = None
+        if inputs_changed:
+            shapes = self.shapes
+            changed = set()
+            for t in self.sg.inputs:
+                s = tuple(np.shape(values[t]))
+                if s != shapes[t]:
+                    shapes[t] = s
+                    changed.add(t)
+        if self._check_all:  # a dynamic run failed half-way: some steps may be stale
+            self._check_all = False
+            self._run_dynamic(values, 0, None)
+        elif changed is not None:
+            self._run_dynamic(values, 0, changed)
+        else:
+            k = self._run_plan(values)
+            if k is not None:
+                self._run_dynamic(values, k, set(self._plan[k - 1].outputs) if k > 0 else set())
 
-    def _run_dynamic(self, values, k: int) -> None:
-        """Step k produced a shape the plan did not expect: record it, then run the rest of the
-        plan re-preparing every step whose input shapes changed (LiteRT resizes dynamic tensors
-        and re-prepares their consumers the same way). A delegated step whose inputs changed
-        shape falls back to the reference kernels of its nodes."""
-        plan = self.plan
-        for t in plan[k].outputs:
-            self.shapes[t] = tuple(np.shape(values[t]))
-        j = k + 1
+    def _compile(self) -> list[tuple]:
+        self._compiled = [_entry(step, k) for k, step in enumerate(self._plan)]
+        return self._compiled
+
+    def _run_plan(self, values: list) -> int | None:
+        """Run the compiled plan while every tensor keeps the shape `shapes` records. Returns
+        None when done, else the index of the first step left to `_run_dynamic`: the one after
+        a step whose outputs changed shape, or a step that is not prepared yet."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compile()
+        shapes = self.shapes
+        nd = np.ndarray
+        k = -1
+        try:
+            for fn, many, src, t, k in compiled:
+                res = fn(*src(values)) if many else fn(values[src])
+                if t >= 0 and res.__class__ is nd:
+                    values[t] = res
+                    if res.shape == shapes[t]:
+                        continue
+                elif not self._store(values, k, res):
+                    continue
+                break
+            else:
+                return None
+        except _Unprepared:
+            return k
+        except BaseException:
+            self._failed = self._plan[k] if k >= 0 else None
+            raise
+        for t in self._plan[k].outputs:
+            shapes[t] = tuple(np.shape(values[t]))
+        return k + 1
+
+    def _store(self, values: list, k: int, res) -> bool:
+        """Store the outputs of plan step k (several, or not a plain ndarray); True when one
+        changed shape."""
+        outputs = self._plan[k].outputs
+        if len(outputs) == 1 and isinstance(res, np.ndarray):
+            res = (res,)
+        shapes = self.shapes
+        changed = False
+        for t, v in zip(outputs, res):
+            values[t] = v
+            changed = changed or np.shape(v) != shapes[t]
+        return changed
+
+    def _run_dynamic(self, values: list, j: int, changed: set[int] | None) -> None:
+        """Run plan steps j, j+1, ... after a shape the plan did not expect (tensors `changed`
+        differ from their last shapes; None: check every step), re-preparing every step whose
+        input shapes changed (LiteRT resizes dynamic tensors and re-prepares their consumers
+        the same way). Steps prepared here are kept per (node, input shapes), so a loop body
+        whose shapes alternate prepares each variant once. A delegated step whose inputs
+        changed shape falls back to the reference kernels of its nodes."""
+        try:
+            self._run_dynamic_steps(values, j, changed)
+        except BaseException:
+            self._check_all = True
+            raise
+
+    def _run_dynamic_steps(self, values: list, j: int, changed: set[int] | None) -> None:
+        plan = self._plan
+        shapes = self.shapes
         while j < len(plan):
             step = plan[j]
-            now = tuple(tuple(np.shape(values[t])) if t >= 0 else None for t in step.inputs)
-            if step.in_shapes != now:
-                for t, s in zip(step.inputs, now):
-                    if t >= 0:
-                        self.shapes[t] = s
-                if step.delegate is not None:
-                    self._undelegate(j)
-                    continue
-                plan[j] = step = self.reference_step(step.nodes[0])
-                self.deferred.discard(step.nodes[0])
+            if changed is None or step.in_shapes is None or not changed.isdisjoint(step.inputs):
+                now = tuple(tuple(np.shape(values[t])) if t >= 0 else None for t in step.inputs)
+                if step.in_shapes != now:
+                    for t, s in zip(step.inputs, now):
+                        if t >= 0:
+                            shapes[t] = s
+                    if step.delegate is not None:
+                        self._undelegate(j)
+                        continue
+                    self._failed = None
+                    if step.in_shapes is not None and step.fn is not _unprepared:
+                        self._keep_prepared(step)  # the shapes may come back
+                    plan[j] = step = self._prepared_step(step.nodes[0], now)
+                    if self._compiled is not None:
+                        self._compiled[j] = _entry(step, j)
             self._failed = step
             res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
             if isinstance(res, np.ndarray):
                 res = (res,)
             for t, v in zip(step.outputs, res):
                 values[t] = v
-                self.shapes[t] = tuple(np.shape(v))
+                s = tuple(np.shape(v))
+                if s != shapes[t]:
+                    shapes[t] = s
+                    if changed is not None:
+                        changed.add(t)
             j += 1
+
+    def _prepared_step(self, node: int, in_shapes: tuple) -> Step:
+        """Node `node` prepared for inputs of `in_shapes` (which `shapes` now holds)."""
+        step = self._prepared.get((node, in_shapes))
+        if step is None:
+            step = self._keep_prepared(self.reference_step(node))
+        self.deferred.discard(node)
+        return step
+
+    def _keep_prepared(self, step: Step) -> Step:
+        """Remember a reference step by node and input shapes (bounded)."""
+        if len(self._prepared) >= MAX_PREPARED_STEPS:
+            self._prepared.clear()
+        self._prepared[(step.nodes[0], step.in_shapes)] = step
+        return step
 
     def _undelegate(self, j: int) -> None:
         """Replace delegated plan step j by reference steps for its nodes (shapes went dynamic)."""
@@ -317,12 +466,51 @@ class Executor:
         refs = [Step(node_label(self.sg, n), _unprepared, self.sg.operators[n].inputs,
                      self.sg.operators[n].outputs, (n,)) for n in sorted(step.nodes, key=self.sg.execution_order.index)]
         self.plan[j:j + 1] = refs
+        self._compiled = None
         msg = "input shapes changed at invoke (dynamic tensors); the nodes run on the CPU reference"
         if self.report is not None:
             self.report.failures.append((step.delegate, step.nodes, msg))
             for n in step.nodes:
                 self.report.node_delegate.pop(n, None)
         warnings.warn(f"{step.delegate} partition of nodes {list(step.nodes)}: {msg}", stacklevel=3)
+
+
+# Steps prepared at invoke that an executor keeps (see Executor._prepared_step).
+MAX_PREPARED_STEPS = 256
+
+
+class _Unprepared(Exception):
+    """Raised by a plan entry whose node is not prepared: _run_plan hands over to _run_dynamic."""
+
+
+def _needs_prepare(*args):
+    raise _Unprepared
+
+
+def _no_inputs(values: list) -> tuple:
+    return ()
+
+
+def _with_absent(inputs: tuple[int, ...]):
+    def args(values: list) -> tuple:
+        return tuple(values[i] if i >= 0 else None for i in inputs)
+    return args
+
+
+def _entry(step: Step, k: int) -> tuple:
+    """Plan step k as _run_plan walks it: (kernel, whether it takes its arguments from a
+    tuple-returning getter, that getter or the single input's index, the single output's
+    index or -1, k). The getter is an itemgetter where every input is present."""
+    fn = _needs_prepare if step.fn is _unprepared else step.fn
+    ins, outs = step.inputs, step.outputs
+    t = outs[0] if len(outs) == 1 else -1
+    if len(ins) == 1 and ins[0] >= 0:
+        return (fn, False, ins[0], t, k)
+    if not ins:
+        return (fn, True, _no_inputs, t, k)
+    if len(ins) > 1 and min(ins) >= 0:
+        return (fn, True, itemgetter(*ins), t, k)
+    return (fn, True, _with_absent(ins), t, k)
 
 
 def _unprepared(*args):

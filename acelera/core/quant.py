@@ -67,20 +67,54 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
 
 
 def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
-    """gemmlowp SaturatingRoundingDoublingHighMul on int32 values held in int64."""
-    a = np.asarray(a, np.int64)
-    b = np.asarray(b, np.int64)
-    ab = a * b
-    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    s = ab + nudge
-    res = np.where(s >= 0, s >> 31, -((-s) >> 31))  # C++ division truncates toward zero
-    overflow = (a == INT32_MIN) & (b == INT32_MIN)
-    return np.where(overflow, INT32_MAX, res)
+    """gemmlowp SaturatingRoundingDoublingHighMul on int32 values held in int64.
+
+    gemmlowp's trunc((a*b + nudge) / 2**31), nudge = 2**30 or 1 - 2**30 by sign, is
+    floor((a*b + 2**30) / 2**31) in both cases; its one overflow (a = b = INT32_MIN) is the only
+    product that lands above INT32_MAX, so the saturation is a minimum.
+    """
+    r = np.multiply(a, b, dtype=np.int64)
+    if r.__class__ is not np.ndarray:  # scalar operands
+        return np.int64(min((int(r) + (1 << 30)) >> 31, INT32_MAX))
+    r += 1 << 30
+    r >>= 31
+    return np.minimum(r, INT32_MAX, out=r)
+
+
+def _is_scalar(v) -> bool:
+    """A Python or numpy integer, or a 0-d array (np.ndim costs microseconds)."""
+    return v.__class__ is int or isinstance(v, np.integer) or (isinstance(v, np.ndarray) and v.ndim == 0)
 
 
 def rounding_divide_by_pot(x, exponent) -> np.ndarray:
-    """gemmlowp RoundingDivideByPOT: divide by 2**exponent rounding half away from zero."""
+    """gemmlowp RoundingDivideByPOT: divide by 2**exponent (0..62) rounding half away from zero.
+
+    x >> e plus one where the remainder exceeds half (or equals it for x >= 0) is
+    floor((x + 2**(e-1) - [x < 0]) / 2**e), and floor((2x + 2**e - [x < 0]) / 2**(e+1)) for
+    every e >= 0 (both are exact on int32 values held in int64).
+    """
     x = np.asarray(x, np.int64)
+    if _is_scalar(exponent):
+        e = int(exponent)
+        if e <= 0:
+            return x + 0 if e == 0 else _rdbpot_steps(x, np.int64(e))
+        r = x >> 63
+        r += x
+        r += 1 << (e - 1)
+        r >>= e
+        return r
+    e = np.asarray(exponent, np.int64)
+    if e.size and e.min() < 0:
+        return _rdbpot_steps(x, e)
+    r = x << 1
+    r += np.left_shift(1, e, dtype=np.int64)
+    r += x >> 63
+    r >>= e + 1
+    return r
+
+
+def _rdbpot_steps(x: np.ndarray, exponent) -> np.ndarray:
+    """RoundingDivideByPOT step by step (gemmlowp's mask and threshold), for any exponent."""
     exponent = np.asarray(exponent, np.int64)
     mask = (np.int64(1) << exponent) - 1
     remainder = x & mask
@@ -117,35 +151,35 @@ def multiply_by_quantized_multiplier_inplace(acc: np.ndarray, multiplier, shift)
     SaturatingRoundingDoublingHighMul(a, m) = floor((a*m + 2**30) / 2**31), and
     RoundingDivideByPOT(v, r) = floor((v + 2**(r-1) - [v < 0]) / 2**r) for r > 0.
     """
+    if _is_scalar(multiplier) and _is_scalar(shift):
+        m, sh = int(multiplier), int(shift)
+        if m != INT32_MIN and -31 <= sh <= 31 and acc.__class__ is np.ndarray:
+            return multiply_by_quantized_multiplier_scalar_inplace(acc, m, sh)
     m = np.asarray(multiplier, np.int64)
     shift = np.asarray(shift, np.int64)
-    if np.any(m == INT32_MIN):  # the only case where SRDHM saturates
+    if np.count_nonzero(m == INT32_MIN):  # the only case where SRDHM saturates
         res = _multiply_by_quantized_multiplier_steps(acc, m, shift)
         if np.shape(res) == acc.shape:
             acc[...] = res
             return acc
         return np.asarray(res, np.int64)
-    if acc.shape != np.broadcast_shapes(acc.shape, m.shape, shift.shape):
-        acc = np.array(np.broadcast_to(acc, np.broadcast_shapes(acc.shape, m.shape, shift.shape)))
+    full = np.broadcast(acc, m, shift).shape
+    if acc.shape != full:
+        acc = np.array(np.broadcast_to(acc, full))
     left = np.maximum(shift, 0)
-    right = np.maximum(-shift, 0)
-    if np.any(left):
+    if np.count_nonzero(left):
         acc <<= left
         wrap_int32_inplace(acc)
     acc *= m
-    rpos = right > 0
-    if np.any(rpos):
-        neg = acc < -(1 << 30)  # SRDHM result < 0
-        if not np.all(rpos):
-            neg &= rpos
-        acc += 1 << 30
-        acc >>= 31
-        acc -= neg
-        acc += np.where(rpos, np.int64(1) << np.maximum(right - 1, 0), 0)
-        acc >>= right
-    else:
-        acc += 1 << 30
-        acc >>= 31
+    acc += 1 << 30
+    acc >>= 31
+    # RoundingDivideByPOT(t, r) = floor((2t + 2**r - [t < 0]) / 2**(r+1)), r = max(-shift, 0)
+    right = np.maximum(-shift, 0)
+    neg = acc >> 63
+    acc <<= 1
+    acc += np.left_shift(1, right)
+    acc += neg
+    acc >>= right + 1
     return acc
 
 
@@ -163,7 +197,8 @@ def multiply_by_quantized_multiplier_scalar_inplace(r: np.ndarray, multiplier: i
     """multiply_by_quantized_multiplier_scalar(r << pre_shift, multiplier, shift) on an int64
     array the caller owns (overwritten); `tmp`, optional, is a scratch array of r's shape.
 
-    `r << pre_shift` must fit int32. The multiplier is >= 0, so SRDHM never saturates and is
+    `r << pre_shift` must fit int32. The multiplier is not INT32_MIN (>= 0 from
+    quantize_multiplier), so SRDHM never saturates and is
     t = floor((P + 2^30) / 2^31) with P = x*m; RoundingDivideByPOT then gives
     floor((t + 2^(e-1) - [t<0]) / 2^e) = floor((floor((P + 2^30 + 2^(30+e)) / 2^31) - [P<0]) / 2^e)
     (for e >= 1, [P<0] may stand in for [t<0]: they differ only where t = 0, and both give 0 there).
@@ -196,6 +231,12 @@ def multiply_by_quantized_multiplier_int64(x, multiplier, shift) -> np.ndarray:
 def multiply_by_quantized_multiplier_int64_inplace(acc: np.ndarray, multiplier, shift) -> np.ndarray:
     """The int64 MultiplyByQuantizedMultiplier in place in `acc` (an int64 array the caller
     owns, |values| < 2**47); returns the array."""
+    if _is_scalar(multiplier) and _is_scalar(shift) and acc.__class__ is np.ndarray and 1 <= 15 - shift <= 63:
+        m, total_shift = int(multiplier), 15 - int(shift)
+        acc *= (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
+        acc += 1 << (total_shift - 1)
+        acc >>= total_shift
+        return wrap_int32_inplace(acc)
     multiplier = np.asarray(multiplier, np.int64)
     shift = np.asarray(shift, np.int64)
     full = np.broadcast_shapes(acc.shape, multiplier.shape, shift.shape)
@@ -209,25 +250,45 @@ def multiply_by_quantized_multiplier_int64_inplace(acc: np.ndarray, multiplier, 
     return wrap_int32_inplace(acc)  # the C++ narrows to int32_t without saturating
 
 
+_I64 = np.dtype(np.int64)
+
+
 def wrap_int32(x: np.ndarray) -> np.ndarray:
     """Two's-complement wrap of int64 values (or Python ints) to the int32 range, as C++ int32
     arithmetic and the int32 accumulators do."""
+    if x.__class__ is np.ndarray and x.dtype == _I64:
+        return x.astype(np.int32).astype(np.int64)  # numpy's integer narrowing wraps
     return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def wrap_int32_inplace(x: np.ndarray) -> np.ndarray:
     """wrap_int32 in place in an int64 array the caller owns; returns it."""
+    if x.__class__ is np.ndarray and x.dtype == _I64:
+        x[...] = x.astype(np.int32)
+        return x
     x += 1 << 31
     x &= 0xFFFFFFFF
     x -= 1 << 31
     return x
 
 
+_IINFO: dict = {}
+
+
+def int_limits(dtype) -> tuple[int, int]:
+    """(min, max) of an integer dtype, without building np.iinfo on every call."""
+    lim = _IINFO.get(dtype)
+    if lim is None:
+        info = np.iinfo(dtype)
+        lim = _IINFO[dtype] = (int(info.min), int(info.max))
+    return lim
+
+
 def quantize(real: np.ndarray, scale: float, zero_point: int, dtype) -> np.ndarray:
     """Affine quantization with TFLite's rounding and saturation."""
-    info = np.iinfo(dtype)
+    lo, hi = int_limits(dtype)
     q = round_half_away(np.asarray(real, np.float32) / np.float32(scale)) + zero_point
-    return np.clip(q, info.min, info.max).astype(dtype)
+    return np.clip(q, lo, hi).astype(dtype)
 
 
 def dequantize(q: np.ndarray, scale, zero_point) -> np.ndarray:

@@ -76,17 +76,28 @@ class ModelRuntime:
         return ex
 
     def call(self, index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Run subgraph `index` on `inputs` and return its outputs."""
+        """Run subgraph `index` on `inputs` and return its outputs. Inputs whose shapes differ
+        from the last call's re-prepare only the steps they reach (a loop body whose variables
+        change shape is not re-planned)."""
         if index in self._active:
             raise AceleraError(f"subgraph {index} is called recursively")
-        ex = self.callee(index, [np.shape(x) for x in inputs])
+        ex = self._callees.get(index)
+        if ex is None or not ex.plan_ready:
+            ex = self.callee(index, [np.shape(x) for x in inputs])
         sg = ex.sg
-        for t, x in zip(sg.inputs, inputs):
-            want = sg.tensors[t].dtype
-            ex.values[t] = x if x.dtype == want else np.asarray(x, want)
+        if len(inputs) != len(sg.inputs):
+            raise AceleraError(f"subgraph {index} takes {len(sg.inputs)} inputs, the caller passes {len(inputs)}")
+        values, shapes = ex.values, ex.shapes
+        changed = False
+        for t, want, x in zip(sg.inputs, ex.input_dtypes, inputs):
+            if x.dtype != want:
+                x = np.asarray(x, want)
+            values[t] = x
+            if x.shape != shapes[t]:
+                changed = True
         self._active.append(index)
         try:
-            ex.run()
+            ex.run(changed)
         finally:
             self._active.pop()
-        return [ex.values[t] for t in sg.outputs]
+        return [values[t] for t in sg.outputs]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core import quant
+from acelera.core.kernels.binary import clip_ufunc
 from acelera.core.kernels.fully_connected import acc_bound, quantize_rows
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import wrap_int32
@@ -64,6 +65,14 @@ def batch_matmul(node: NodeContext):
         return tuple(batch) + (m, n)
 
     out_shape(tuple(l_t.shape), tuple(r_t.shape))
+    valid: set[tuple] = set()  # shape pairs out_shape accepted
+
+    def check(ls: tuple, rs: tuple) -> None:
+        if (ls, rs) not in valid:
+            out_shape(ls, rs)
+            if len(valid) >= 64:
+                valid.clear()
+            valid.add((ls, rs))
 
     def operands(lhs, rhs):
         a = _swap(lhs) if adj_x else lhs
@@ -75,13 +84,13 @@ def batch_matmul(node: NodeContext):
             raise node.unsupported(f"float32 inputs with output type {ot} are not supported")
 
         def run_float(lhs, rhs):
-            out_shape(lhs.shape, rhs.shape)
+            check(lhs.shape, rhs.shape)
             a, b = operands(lhs, rhs)
             return np.matmul(a, b).astype(np.float32, copy=False)
         return run_float
 
     if lt == "FLOAT32" and rt == "INT8":
-        return _prepare_hybrid(node, asymmetric, adj_y, r_t, ot, operands, out_shape)
+        return _prepare_hybrid(node, asymmetric, adj_y, r_t, ot, operands, check)
 
     combos = {("INT8", "INT8", "INT8"), ("INT8", "INT8", "INT32"), ("INT16", "INT16", "INT16"),
               ("INT16", "INT8", "INT16")}
@@ -90,7 +99,7 @@ def batch_matmul(node: NodeContext):
 
     if ot == "INT32":  # raw int8 product, zero points ignored (LiteRT's EvalInt8Int32)
         def run_int32(lhs, rhs):
-            out_shape(lhs.shape, rhs.shape)
+            check(lhs.shape, rhs.shape)
             a, b = operands(lhs, rhs)
             k = a.shape[-1]
             ft = exact_float_type(k, 128 * 128)
@@ -136,28 +145,45 @@ def batch_matmul(node: NodeContext):
     r_const = node.const(1)
     b_pre = None if r_const is None else prep_rhs(r_const)
 
+    checked: dict[tuple, tuple] = {}  # (lhs shape, rhs shape) -> numerics
+
+    def shape_numerics(ls: tuple, rs: tuple) -> tuple:
+        """Validate the shapes once per pair: (float type, int32 accumulator may wrap,
+        `+ output_offset` may leave int32)."""
+        key = (ls, rs)
+        got = checked.get(key)
+        if got is None:
+            out_shape(ls, rs)
+            k = rs[-1] if adj_y else rs[-2]
+            ft, may_wrap = numerics(k)
+            limit = (1 << 31) if may_wrap else acc_bound(k, l_max, r_max)
+            shifted = min(limit << max(shift, 0), 1 << 31)  # the C++ left shift wraps beyond
+            bound = shifted * mult / 2.0 ** 31 * 2.0 ** min(shift, 0)
+            offset_may_wrap = not int16 and bound + 2 + abs(o_zp) >= 2 ** 31
+            got = checked[key] = (ft, may_wrap, offset_may_wrap)
+        return got
+
     def run_quant(lhs, rhs):
-        out_shape(lhs.shape, rhs.shape)
+        ft, may_wrap, offset_may_wrap = shape_numerics(lhs.shape, rhs.shape)
         b = b_pre if b_pre is not None else prep_rhs(rhs)
-        ft, may_wrap = numerics(b.shape[-2])
         a = (_swap(lhs) if adj_x else lhs).astype(ft)
         if l_zp:
             a -= ft(l_zp)
         acc = np.matmul(a, b).astype(np.int64)
         if int16:
-            r = quant.multiply_by_quantized_multiplier_int64(acc, mult, shift)
+            r = quant.multiply_by_quantized_multiplier_int64_inplace(acc, mult, shift)
         else:
             if may_wrap:
-                acc = wrap_int32(acc)
-            r = quant.multiply_by_quantized_multiplier(acc, mult, shift)
-        r = wrap_int32(r + o_zp)
-        np.maximum(r, lo, out=r)
-        np.minimum(r, hi, out=r)
-        return r.astype(out_dtype)
+                quant.wrap_int32_inplace(acc)
+            r = quant.multiply_by_quantized_multiplier_inplace(acc, mult, shift)
+            r += o_zp
+            if offset_may_wrap:
+                quant.wrap_int32_inplace(r)
+        return clip_ufunc(r, lo, hi, out=r).astype(out_dtype)
     return run_quant
 
 
-def _prepare_hybrid(node, asymmetric, adj_y, r_t, ot, operands, out_shape):
+def _prepare_hybrid(node, asymmetric, adj_y, r_t, ot, operands, check):
     if ot != "FLOAT32":
         raise node.unsupported(f"hybrid BATCH_MATMUL (float32 x int8) needs a float32 output, got {ot}")
     q = r_t.quantization
@@ -183,7 +209,7 @@ def _prepare_hybrid(node, asymmetric, adj_y, r_t, ot, operands, out_shape):
     pre = None if r_const is None else prep_rhs(r_const)
 
     def run_hybrid(lhs, rhs):
-        out_shape(lhs.shape, rhs.shape)
+        check(lhs.shape, rhs.shape)
         a, _ = operands(np.asarray(lhs, np.float32), rhs)
         b, row_sums = pre if pre is not None else prep_rhs(rhs)
         qa, sf, offset = quantize_rows(a, asymmetric)  # per row of op(lhs): (..., M, K), (..., M)

@@ -41,7 +41,7 @@ def _shape_check(node: NodeContext, rt, index: int, n_in: int, n_out: int, what:
 def _truth(value: np.ndarray, what: str) -> bool:
     if value.size != 1:
         raise AceleraError(f"{what} must be a single boolean, got shape {list(value.shape)}")
-    return bool(value.reshape(-1)[0])
+    return bool(value.item())
 
 
 _ANY = tuple(sorted(TYPE_NAMES.values()))  # values pass through to the called subgraphs untouched
@@ -77,14 +77,21 @@ def while_(node: NodeContext):
     rt.callee(cond_i, shapes)
     rt.callee(body_i, shapes)
 
+    call = rt.call
+
     def run(*args):
         if in_shape_pass():
             return tuple(np.array(a, copy=True) for a in args)
-        values = list(args)
+        # The body's outputs feed its next iteration as they are (kernels never write to their
+        # inputs); only the loop's final values are copied out of the subgraphs' tensors.
+        values = args
         for _ in range(MAX_LOOP_ITERATIONS):
-            if not _truth(rt.call(cond_i, values)[0], "WHILE condition"):
+            cond = call(cond_i, values)[0]
+            if cond.size != 1:
+                _truth(cond, "WHILE condition")
+            if not cond.item():
                 return tuple(np.array(v, copy=True) for v in values)
-            values = [np.array(v, copy=True) for v in rt.call(body_i, values)]
+            values = call(body_i, values)
         raise AceleraError(f"loop did not finish after {MAX_LOOP_ITERATIONS} iterations "
                            f"(ACELERA_MAX_LOOP_ITERATIONS raises the limit)")
 

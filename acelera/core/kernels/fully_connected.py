@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from acelera.core import quant
+from acelera.core.kernels.binary import clip_ufunc
 from acelera.core.kernels.common import (
     ACTIVATION_NAMES, NONE, RELU, RELU6, RELU_N1_TO_1, apply_float_activation,
     float_activation_range, quantized_activation_range, scale_zp)
@@ -50,26 +51,35 @@ def quantize_rows(x: np.ndarray, asymmetric: bool) -> tuple[np.ndarray, np.ndarr
     """tensor_utils::BatchQuantizeFloats over the last axis of a float32 array.
 
     Returns (q as float32 integer values, scaling_factor float32, offset int64) with one
-    scaling factor / offset per row (all leading axes).
+    scaling factor / offset per row (all leading axes). A row of zeros quantizes to zeros with
+    the formulas below as it is (scale 1, offset 0), so it needs no special case.
     """
     x = np.asarray(x, np.float32)
     if x.shape[-1] == 0:
         lead = x.shape[:-1]
         return (np.zeros(x.shape, np.float32), np.ones(lead, np.float32), np.zeros(lead, np.int64))
-    mn = x.min(axis=-1)
-    mx = x.max(axis=-1)
+    mn = np.minimum.reduce(x, axis=-1)
+    mx = np.maximum.reduce(x, axis=-1)
     if not asymmetric:
         # PortableSymmetricQuantizeFloats
-        rng = np.maximum(np.abs(mn), np.abs(mx))
+        rng = np.maximum(np.abs(mn), np.abs(mx)).reshape(-1)
         zero = rng == 0
-        safe = np.where(zero, np.float32(1), rng)
-        sf = np.where(zero, np.float32(1), safe / np.float32(127)).astype(np.float32)
-        inv = (np.float32(127) / safe).astype(np.float32)
-        q = np.clip(round_half_away(x * inv[..., None]), -127, 127)
-        if zero.any():
-            q[zero] = 0
-        return q, sf, np.zeros(mn.shape, np.int64)
-    # PortableAsymmetricQuantizeFloats
+        if np.count_nonzero(zero):
+            rng[zero] = 1
+            sf = rng / np.float32(127)
+            sf[zero] = 1
+        else:
+            sf = rng / np.float32(127)
+        q = x * (np.float32(127) / rng).reshape(mn.shape + (1,))
+        q = round_half_away(q)
+        return clip_ufunc(q, -127, 127, out=q), sf.reshape(mn.shape), np.zeros(mn.shape, np.int64)
+    # PortableAsymmetricQuantizeFloats: per-row parameters in double, as the C++ computes them
+    if mn.size <= _SCALAR_ROWS:
+        params = _asymmetric_params(mn.reshape(-1).tolist(), mx.reshape(-1).tolist())
+        if params is not None:
+            sf = np.array(params[0], np.float32).reshape(mn.shape)  # double -> float, as the C++
+            offset = np.array(params[1], np.int64).reshape(mn.shape)
+            return _quantize_asymmetric(x, sf, offset), sf, offset
     rmin = np.minimum(np.float32(0), mn).astype(np.float64)
     rmax = np.maximum(np.float32(0), mx).astype(np.float64)
     same = rmin == rmax
@@ -82,11 +92,49 @@ def quantize_rows(x: np.ndarray, asymmetric: bool) -> tuple[np.ndarray, np.ndarr
     nudged = np.where(zpd <= -128.0, -128.0, np.where(zpd >= 127.0, 127.0, round_half_away(zpd)))
     offset = np.where(same, 0, nudged).astype(np.int64)
     sf = np.where(same, 1.0, scale).astype(np.float32)
-    inv = (np.float32(1) / sf).astype(np.float32)
-    q = np.clip(round_half_away(offset.astype(np.float32)[..., None] + x * inv[..., None]), -128, 127)
-    if same.any():
-        q[same] = 0
-    return q, sf, offset
+    return _quantize_asymmetric(x, sf, offset), sf, offset
+
+
+_SCALAR_ROWS = 64  # up to this many rows the asymmetric parameters are computed in Python
+
+
+def _asymmetric_params(mins: list, maxs: list) -> tuple[list, list] | None:
+    """PortableAsymmetricQuantizeFloats' (scale as double, zero point) per row from the row
+    minima and maxima, in Python doubles (the C++ arithmetic); None when a value is not finite
+    (the vectorized path then gives the same NaN/inf propagation as always)."""
+    scales, offsets = [], []
+    isfinite, floor = math.isfinite, math.floor
+    for lo, hi in zip(mins, maxs):
+        if not (isfinite(lo) and isfinite(hi)):
+            return None
+        rmin, rmax = min(0.0, lo), max(0.0, hi)
+        if rmin == rmax:
+            scales.append(1.0)
+            offsets.append(0)
+            continue
+        scale = (rmax - rmin) / 255.0
+        a, b = rmin / scale, rmax / scale  # a <= 0 <= b
+        zpd = -128.0 - a if 128.0 - a < 127.0 + b else 127.0 - b
+        if zpd <= -128.0:
+            offsets.append(-128)
+        elif zpd >= 127.0:
+            offsets.append(127)
+        else:  # std::round: halves away from zero
+            m = -zpd if zpd < 0.0 else zpd
+            f = floor(m)
+            r = f + 1 if m - f >= 0.5 else f
+            offsets.append(-r if zpd < 0.0 else r)
+        scales.append(scale)
+    return scales, offsets
+
+
+def _quantize_asymmetric(x: np.ndarray, sf: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """round(offset + x * (1 / scaling_factor)) in float32, clamped to [-128, 127]."""
+    inv = np.float32(1) / sf
+    q = x * inv[..., None]
+    q += offset.astype(np.float32)[..., None]
+    q = round_half_away(q)
+    return clip_ufunc(q, -128, 127, out=q)
 
 
 def acc_bound(k: int, a_max: int, b_max: int, bias_max: int = 0) -> int:
@@ -129,7 +177,7 @@ class ExactIntMatmul:
 
     def __call__(self, x: np.ndarray, offset: int = 0) -> np.ndarray:
         """(x - offset) @ W.T for integer x (B, K)."""
-        xf = x.astype(self.dtype)
+        xf = x.astype(self.dtype, copy=bool(offset))
         if offset:
             xf -= self.dtype.type(offset)
         a, b, w = self.chunks[0]
@@ -214,20 +262,41 @@ def _prepare_float(node, act, b_t, out_t, as_rows):
         raise node.unsupported(f"fused activation {ACTIVATION_NAMES.get(act, act)} is not supported "
                                "(only NONE, RELU, RELU_N1_TO_1, RELU6)")
     lo, hi = float_activation_range(act)
+    lo, hi = np.float32(lo), np.float32(hi)
     w_const = node.const(1)
     w_pre = None if w_const is None else np.ascontiguousarray(w_const, np.float32)
     b_const = node.const(2)
+    b_flat = None if b_const is None else np.asarray(b_const, np.float32).reshape(-1)
+    k = node.input(1).shape[1]
 
     def run(x, w, b=None):
         x2, shape = as_rows(x)
         y = dense(x2, w_pre if w_pre is not None else np.asarray(w, np.float32))
-        bias = b_const if b_const is not None else b
+        bias = b_flat if b_flat is not None else b
         if bias is not None:
             y += bias.reshape(-1)
         if act != NONE:
-            np.clip(y, lo, hi, out=y)
+            clip_ufunc(y, lo, hi, out=y)
         return y.reshape(shape)
-    return run
+
+    if w_pre is None or (b_const is None and node.input(2) is not None):
+        return run
+    shapes: dict[tuple, tuple] = {}
+
+    def run_one_row(x, w, b=None):
+        """Constant weights and bias: a single input row is one gemv."""
+        if x.size != k:
+            return run(x, w, b)
+        shape = shapes.get(x.shape)
+        if shape is None:
+            shape = shapes[x.shape] = as_rows(x)[1]
+        y = w_pre.dot(x.reshape(k))
+        if b_flat is not None:
+            y += b_flat
+        if act != NONE:
+            clip_ufunc(y, lo, hi, out=y)
+        return y.reshape(shape)
+    return run_one_row
 
 
 def _weights_scales(node, w_t, units) -> tuple[np.ndarray | None, float, int]:
@@ -263,6 +332,8 @@ def _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows):
     w_const = node.const(1)
     pre = None if w_const is None else prep_w(w_const)
     b_const = node.const(2)
+    b_row = None if b_const is None else np.asarray(b_const).reshape(1, -1).astype(np.float32)
+    pcs_row = None if pcs is None else pcs[None, :]
 
     def run(x, w, b=None):
         x2, shape = as_rows(np.asarray(x, np.float32))
@@ -270,17 +341,18 @@ def _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows):
         q, sf, offset = quantize_rows(x2, asymmetric)
         acc = mm(q)
         if asymmetric:
-            acc -= row_sums[None, :] * offset[:, None].astype(np.float64)
-        if pcs is None:
+            acc -= row_sums * offset.astype(np.float64)[:, None]
+        if pcs_row is None:
             scale = (sf * w_scale32)[:, None]
         else:
-            scale = sf[:, None] * pcs[None, :]
-        y = acc.astype(np.float32) * scale
-        bias = b_const if b_const is not None else b
-        if bias is not None:
-            y = bias.reshape(1, -1).astype(np.float32) + y
-        y = apply_float_activation(y, act)
-        return np.ascontiguousarray(y, dtype=np.float32).reshape(shape)
+            scale = sf[:, None] * pcs_row
+        y = acc.astype(np.float32)
+        y *= scale
+        if b_row is not None:
+            y = b_row + y
+        elif b is not None:
+            y = b.reshape(1, -1).astype(np.float32) + y
+        return apply_float_activation(y, act).reshape(shape)
     return run
 
 
@@ -408,8 +480,7 @@ def _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows):
         r = round_half_away(acc)
         if in_range:
             r += out_zp
-            np.maximum(r, lo_f, out=r)
-            np.minimum(r, hi_f, out=r)
+            clip_ufunc(r, lo_f, hi_f, out=r)
         else:
             r = wrap_int32(double_to_int32(r) + out_zp)  # int32 cast and addition in the C++
             np.maximum(r, lo, out=r)

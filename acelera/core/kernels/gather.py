@@ -53,15 +53,27 @@ def gather(node: NodeContext):
         raise node.unsupported(f"batch_dims {node.options.get('batch_dims', 0)} is invalid for axis {axis}, "
                                f"params rank {rank} and positions rank {prank}")
     out_dtype = out_t.dtype
+    before = (slice(None),) * axis
 
     def run(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         shape, ishape = x.shape, idx.shape
+        if not ishape and not batch_dims:  # one position: the slice itself
+            i = int(idx)
+            if not 0 <= i < shape[axis]:
+                raise KernelError(f"index {i} is out of bounds for dimension {axis} "
+                                  f"of size {shape[axis]}")
+            return x[before + (i, Ellipsis)]
         if ishape[:batch_dims] != shape[:batch_dims]:
             raise KernelError(f"batch dimensions of params {list(shape)} and positions "
                               f"{list(ishape)} differ")
         axis_size = shape[axis]
-        if idx.size:
-            lo, hi = int(idx.min()), int(idx.max())
+        n = idx.size
+        if n:
+            if n <= 64:
+                flat = idx.ravel().tolist()
+                lo, hi = min(flat), max(flat)
+            else:
+                lo, hi = int(idx.min()), int(idx.max())
             if lo < 0 or hi >= axis_size:
                 bad = lo if lo < 0 else hi
                 raise KernelError(f"index {bad} is out of bounds for dimension {axis} "
@@ -70,7 +82,7 @@ def gather(node: NodeContext):
         if x.size == 0 or idx.size == 0:
             return np.full(out_shape, b"", object) if out_dtype == object else np.zeros(out_shape, out_dtype)
         if batch_dims == 0:
-            return np.asarray(np.take(x, idx, axis=axis), out_dtype).reshape(out_shape)
+            return x.take(idx, axis=axis)
         b = int(np.prod(shape[:batch_dims], dtype=np.int64))
         outer = int(np.prod(shape[batch_dims:axis], dtype=np.int64))
         inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
@@ -107,15 +119,23 @@ def tile(node: NodeContext):
         return reps
 
     const_reps = reps_of(m_t.data, x_t.shape) if m_t.data is not None else None
+    layouts: dict[tuple, tuple] = {}  # (shape, reps) -> (inter, full, out) shapes
 
     def run(x: np.ndarray, m: np.ndarray) -> np.ndarray:
         reps = const_reps if const_reps is not None else reps_of(m, x.shape)
         if x.ndim == 0:
             return x.copy()
-        # one copy: view x as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...)
-        inter = [v for d in x.shape for v in (1, d)]
-        full = [v for r, d in zip(reps, x.shape) for v in (r, d)]
-        y = np.broadcast_to(x.reshape(inter), full)
-        return np.ascontiguousarray(y).reshape([r * d for r, d in zip(reps, x.shape)])
+        key = (x.shape, reps)
+        layout = layouts.get(key)
+        if layout is None:
+            # one copy: view x as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...)
+            layout = (tuple(v for d in x.shape for v in (1, d)),
+                      tuple(v for r, d in zip(reps, x.shape) for v in (r, d)),
+                      tuple(r * d for r, d in zip(reps, x.shape)))
+            if len(layouts) >= 64:
+                layouts.clear()
+            layouts[key] = layout
+        inter, full, out = layout
+        return np.ascontiguousarray(np.broadcast_to(x.reshape(inter), full)).reshape(out)
 
     return run

@@ -19,11 +19,12 @@ import math
 
 import numpy as np
 
+from acelera.core.kernels.binary import clip_ufunc
 from acelera.core.kernels.common import scale_zp
 from acelera.core.kernels.float_formats import ALIASED_TYPES
 from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
-from acelera.core.quant import quantize_multiplier, wrap_int32
+from acelera.core.quant import multiply_by_quantized_multiplier_scalar_inplace as mbqm_inplace
+from acelera.core.quant import quantize_multiplier, wrap_int32, wrap_int32_inplace
 
 # LiteRT's reference SUM kernel (QuantizedMeanOrSum<T, kReference> in reduce.cc) reads the
 # input and writes the output through uint8_t pointers whatever the tensor type. For int8 this
@@ -42,11 +43,15 @@ _MEAN_TYPES = ("FLOAT32", "INT32", "INT64", "UINT8", "INT8", "INT16")
 _REDUCE_TYPES = _MEAN_TYPES + ("BOOL",)
 
 
+def _reduced_multiplier(multiplier: int, shift: int) -> tuple[int, int]:
+    """The int64 MultiplyByQuantizedMultiplier's 16-bit multiplier and total right shift."""
+    return ((multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF), 15 - shift
+
+
 def _mbqm64(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
     """MultiplyByQuantizedMultiplier(int64 x, ...) for a scalar multiplier, narrowed to int32
     without saturation (as quant.multiply_by_quantized_multiplier_int64)."""
-    reduced = (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
-    total = 15 - shift
+    reduced, total = _reduced_multiplier(multiplier, shift)
     return wrap_int32((x * reduced + (1 << (total - 1))) >> total)
 
 
@@ -144,16 +149,16 @@ def _quantized_mean_or_sum(node: NodeContext, compute_sum: bool):
             return np.zeros(out_shape, dtype)
         if as_uint8:
             x = x.view(np.uint8)
-        s = np.asarray(np.sum(x, axis=red, dtype=np.int64)).reshape(out_shape)
+        s = np.asarray(np.add.reduce(x, axis=red, dtype=np.int64)).reshape(out_shape)
         if n * (65536 + abs(zp_in)) >= 1 << 31:  # the int32 sums can wrap
             s = wrap_int32(wrap_int32(s) - np.int64(zp_in) * n)
         elif zp_in:
             s -= zp_in * n
         m, sh = multiplier(n)
-        q = mbqm(s, m, sh)
+        q = mbqm_inplace(s, m, sh)
         q += zp_out
-        np.clip(q, qmin, qmax, out=q)
-        return np.asarray(q, np.uint8).view(np.int8) if as_uint8 else np.asarray(q, dtype)
+        clip_ufunc(q, qmin, qmax, out=q)
+        return q.astype(np.uint8).view(np.int8) if as_uint8 else q.astype(dtype)
 
     return run
 
@@ -289,12 +294,21 @@ def _quantized_prod(node: NodeContext, dtype, axes: _Axes):
         kept = [i for i in range(x.ndim) if i not in red]
         # Visit reduced elements in row-major order of the input, as the reference does.
         red_sorted = sorted(red)
-        xt = np.transpose(x, kept + red_sorted).reshape(out_size, -1).astype(np.int64) - zp_in
+        xt = np.transpose(x, kept + red_sorted).reshape(out_size, -1).astype(np.int64)
+        xt -= zp_in
         acc = xt[:, 0].copy()
-        for j in range(1, xt.shape[1]):
-            acc = _mbqm64(acc * xt[:, j], m, sh)
+        if xt.shape[1] > 1:
+            # _mbqm64(acc * v) in place, with v * reduced multiplier for every step at once
+            # (|acc * v * reduced| < 2**62: int32 x 16-bit x 15-bit).
+            reduced, total = _reduced_multiplier(m, sh)
+            steps = xt[:, 1:] * reduced
+            for j in range(steps.shape[1]):
+                acc *= steps[:, j]
+                acc += 1 << (total - 1)
+                acc >>= total
+                wrap_int32_inplace(acc)
         q = _mbqm64(acc, m, sh) + zp_out
-        return np.asarray(np.clip(q, info.min, info.max), dtype).reshape(out_shape)
+        return clip_ufunc(q, info.min, info.max, out=q).astype(dtype).reshape(out_shape)
 
     return run
 

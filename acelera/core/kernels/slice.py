@@ -192,26 +192,60 @@ def strided_slice(node: NodeContext):
 
     if all(t.data is not None for t in idx_t):
         b, e, s = (t.data for t in idx_t)
-        cache = {x_t.shape: plan_for(x_t.shape, b, e, s)}
-
-        def run(x, *_):
-            plan = cache.get(x.shape)
-            if plan is None:
-                plan = cache[x.shape] = plan_for(x.shape, b, e, s)
-            return plan(x)
-        return run
+        return _constant_cut(x_t.shape, lambda shape: plan_for(shape, b, e, s))
 
     dynamic = [k for k, t in enumerate(idx_t) if t.data is None]
+    plans = _PlanCache()
 
     def run_dynamic(x, b, e, s):
-        try:
-            plan = plan_for(x.shape, b, e, s)
-        except ValueError:
-            if any(is_placeholder((b, e, s)[k]) for k in dynamic):  # the executor's shape pass
-                return declared_zeros(node)
-            raise
+        key = (x.shape, b.tobytes(), e.tobytes(), s.tobytes())
+        plan = plans.get(key)
+        if plan is None:
+            try:
+                plan = plans.put(key, plan_for(x.shape, b, e, s))
+            except ValueError:
+                if any(is_placeholder((b, e, s)[k]) for k in dynamic):  # the executor's shape pass
+                    return declared_zeros(node)
+                raise
         return plan(x)
     return run_dynamic
+
+
+def _constant_cut(shape: tuple[int, ...], plan_for):
+    """The kernel of a slice whose indices are constant: the cut for the prepared input shape
+    is one indexing expression; other shapes are planned once each."""
+    plan = plan_for(shape)
+    cache = {shape: plan}
+    index, out = plan.index, plan.out
+
+    def run_other(x):
+        p = cache.get(x.shape)
+        if p is None:
+            p = cache[x.shape] = plan_for(x.shape)
+        return p(x)
+
+    if plan.effective != shape:
+        return lambda x, *_: run_other(x)
+
+    def run(x, *_):
+        if x.shape != shape:
+            return run_other(x)
+        y = x[index]
+        return y if y.shape == out else y.reshape(out)
+    return run
+
+
+class _PlanCache(dict):
+    """Slice plans for index values read at run time, by input shape and index bytes (a
+    loop reslicing the same tensors plans each cut once); bounded."""
+
+    LIMIT = 64
+
+    def put(self, key, plan: SlicePlan) -> SlicePlan:
+        if len(self) >= self.LIMIT:
+            self.clear()
+        self[key] = plan
+        return plan
 
 
 # --- SLICE --------------------------------------------------------------------------------
@@ -254,15 +288,14 @@ def slice_(node: NodeContext):
         raise ValueError(f"SLICE begin {list(b_t.shape)} and size {list(s_t.shape)} must be equal-length vectors")
     if b_t.data is not None and s_t.data is not None:
         b, s = b_t.data, s_t.data
-        cache = {x_t.shape: slice_plan(x_t.shape, b, s)}
+        return _constant_cut(x_t.shape, lambda shape: slice_plan(shape, b, s))
 
-        def run(x, *_):
-            plan = cache.get(x.shape)
-            if plan is None:
-                plan = cache[x.shape] = slice_plan(x.shape, b, s)
-            return plan(x)
-        return run
+    plans = _PlanCache()
 
     def run_dynamic(x, b, s):
-        return slice_plan(x.shape, b, s)(x)
+        key = (x.shape, b.tobytes(), s.tobytes())
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans.put(key, slice_plan(x.shape, b, s))
+        return plan(x)
     return run_dynamic

@@ -13,7 +13,8 @@ Quantized paths are LiteRT's kReference ones, bit-exact:
 * LOG_SOFTMAX int8/uint8: the fixed-point log_x_for_x_greater_than_or_equal_to_1 path.
 
 The vectorized gemmlowp primitives here (int32 values held in int64 arrays) are reused by
-unary.py (RSQRT); one_over_one_plus_x_for_x_in_0_1 is binary.py's (DIV's reciprocal).
+unary.py (RSQRT); one_over_one_plus_x is binary.py's one_over_one_plus_x_for_x_in_0_1 (DIV's
+reciprocal) in fewer numpy passes.
 """
 from __future__ import annotations
 
@@ -21,15 +22,16 @@ import math
 
 import numpy as np
 
+from acelera.core.executor import fp_errors_ignored
 from acelera.core.kernels.activations import (F32, INT32_MAX, INT32_MIN, check_same_type, clz32,
                                               legacy_qparams, lut16, lut16_expand, ndarray_kernel,
                                               require_per_tensor)
-from acelera.core.kernels.binary import one_over_one_plus_x_for_x_in_0_1
+from acelera.core.kernels.binary import clip_ufunc
 from acelera.core.kernels.common import lut_apply
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import (multiply_by_quantized_multiplier, quantize_multiplier,
                                 rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
-                                wrap_int32)
+                                wrap_int32, wrap_int32_inplace)
 
 srdhm = saturating_rounding_doubling_high_mul
 rdbpot = rounding_divide_by_pot
@@ -40,12 +42,12 @@ rdbpot = rounding_divide_by_pot
 
 
 def sat_lshift(x, exponent) -> np.ndarray:
-    """SaturatingRoundingMultiplyByPOT for exponent >= 0 (scalar or per element)."""
-    x = np.asarray(x, np.int64)
-    e = np.asarray(exponent, np.int64)
-    thr = (np.int64(1) << (31 - e)) - 1
-    shifted = np.clip(x * (np.int64(1) << e), INT32_MIN, INT32_MAX)
-    return np.where(x > thr, INT32_MAX, np.where(x < -thr, INT32_MIN, shifted))
+    """SaturatingRoundingMultiplyByPOT for exponent 0..31 (scalar or per element) on int32
+    values: x * 2**e clamped to the int32 range (gemmlowp's thresholds give exactly the clamp)."""
+    r = np.left_shift(x, exponent, dtype=np.int64)
+    if r.__class__ is not np.ndarray:
+        return np.int64(min(max(int(r), INT32_MIN), INT32_MAX))
+    return clip_ufunc(r, INT32_MIN, INT32_MAX, out=r)
 
 
 def rescale(x, src_bits: int, dst_bits: int) -> np.ndarray:
@@ -59,17 +61,24 @@ def rescale(x, src_bits: int, dst_bits: int) -> np.ndarray:
 
 
 def rounding_half_sum(a, b) -> np.ndarray:
-    s = np.asarray(a, np.int64) + np.asarray(b, np.int64)
-    t = s + np.where(s >= 0, 1, -1)
-    return np.where(t >= 0, t // 2, -((-t) // 2))  # C++ division truncates
+    """gemmlowp RoundingHalfSum: (s + sign(s)) / 2 truncated, with s = a + b, which is
+    floor((s + 1 - [s < 0]) / 2)."""
+    s = np.add(a, b, dtype=np.int64)
+    r = s >> 63
+    r += s
+    r += 1
+    r >>= 1
+    return r
 
 
 def _add(a, b):
-    return wrap_int32(np.asarray(a, np.int64) + b)
+    r = np.add(a, b, dtype=np.int64)
+    return wrap_int32_inplace(r) if r.__class__ is np.ndarray else wrap_int32(r)
 
 
 def _sub(a, b):
-    return wrap_int32(np.asarray(a, np.int64) - b)
+    r = np.subtract(a, b, dtype=np.int64)
+    return wrap_int32_inplace(r) if r.__class__ is np.ndarray else wrap_int32(r)
 
 
 def exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:
@@ -111,7 +120,7 @@ def get_reciprocal(x, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(x, np.int64)
     headroom_plus_one = clz32(x)
     shifted = wrap_int32(((x & 0xFFFFFFFF) << headroom_plus_one) - (1 << 31))
-    return one_over_one_plus_x_for_x_in_0_1(shifted), x_integer_digits - headroom_plus_one
+    return one_over_one_plus_x(shifted), x_integer_digits - headroom_plus_one
 
 
 def _srdhm_int(a: int, b: int) -> int:
@@ -143,38 +152,75 @@ def get_reciprocal_int(x: int, x_integer_digits: int) -> tuple[int, int]:
 
 
 def _sat_add32(a, b):
-    return np.clip(np.asarray(a, np.int64) + b, INT32_MIN, INT32_MAX)
+    r = np.add(a, b, dtype=np.int64)
+    return clip_ufunc(r, INT32_MIN, INT32_MAX, out=r) if r.__class__ is np.ndarray else np.clip(r, INT32_MIN, INT32_MAX)
+
+
+def srdhm_unsaturated(a, b) -> np.ndarray:
+    """srdhm when a and b are never both INT32_MIN (one is a constant other than INT32_MIN,
+    or a value that cannot be it), so that it never saturates."""
+    r = np.multiply(a, b, dtype=np.int64)
+    r += 1 << 30
+    r >>= 31
+    return r
+
+
+def _wrap(r):
+    return wrap_int32_inplace(r) if r.__class__ is np.ndarray else wrap_int32(r)
+
+
+def one_over_one_plus_x(a) -> np.ndarray:
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 on FixedPoint<int32, 0> raw values (the same
+    arithmetic as binary.py's, in fewer numpy passes: half_denominator lies in [-1, INT32_MAX]
+    and so is never INT32_MIN, and x is wrapped like the C++ int32 after every addition)."""
+    half_den = rounding_half_sum(a, INT32_MAX)
+    x = srdhm_unsaturated(half_den, -1010580540)
+    x += 1515870810
+    x = _wrap(x)
+    for _ in range(3):
+        one_minus = _wrap((1 << 29) - srdhm_unsaturated(half_den, x))
+        x = _wrap(x + sat_lshift(srdhm(x, one_minus), 2))
+    return sat_lshift(x, 1)
 
 
 def log_x_for_x_greater_than_or_equal_to_1(x, input_bits: int, output_bits: int) -> np.ndarray:
-    """log_x_for_x_greater_than_or_equal_to_1_impl<output_bits, input_bits>."""
+    """log_x_for_x_greater_than_or_equal_to_1_impl<output_bits, input_bits>.
+
+    The saturating steps are kept wherever a value may reach the int32 bounds; the
+    power-of-two adjustments, whose ranges are known from the bit counts, are plain shifts
+    when no saturation can occur (checked on the constants)."""
     accum_bits = output_bits + 1
     log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
     alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
     shifted_quarter = int(rescale(536870912, 0, accum_bits))
+    e = 31 - accum_bits
+    # z_a_headroom_plus_1 lies in [0, 32], z_b_headroom in [-1, 31].
+    exact = (input_bits - 32) << e >= INT32_MIN and ((input_bits + 1) << e) + shifted_quarter <= INT32_MAX
     z_a = np.asarray(x, np.int64)
     z_a_headroom_plus_1 = clz32(z_a)
     r_a_tmp = sat_lshift(z_a, z_a_headroom_plus_1 - 1)
-    r_a_raw = sat_lshift(srdhm(r_a_tmp, sqrt_half), 1)
-    z_a_pow_2_adj = _sat_add32(sat_lshift(input_bits - z_a_headroom_plus_1, 31 - accum_bits),
-                               shifted_quarter)
-    z_b = srdhm(z_a, sqrt_half)
+    r_a_raw = sat_lshift(srdhm_unsaturated(r_a_tmp, sqrt_half), 1)
+    z_b = srdhm_unsaturated(z_a, sqrt_half)
     z_b_headroom = clz32(z_b) - 1
     r_b_raw = sat_lshift(z_a, z_b_headroom)
-    z_b_pow_2_adj = _sat_add32(sat_lshift(input_bits - z_b_headroom, 31 - accum_bits),
-                               -shifted_quarter)
+    if exact:
+        z_a_pow_2_adj = np.left_shift(input_bits - z_a_headroom_plus_1, e) + shifted_quarter
+        z_b_pow_2_adj = np.left_shift(input_bits - z_b_headroom, e) - shifted_quarter
+    else:
+        z_a_pow_2_adj = _sat_add32(sat_lshift(input_bits - z_a_headroom_plus_1, e), shifted_quarter)
+        z_b_pow_2_adj = _sat_add32(sat_lshift(input_bits - z_b_headroom, e), -shifted_quarter)
     r = np.minimum(r_a_raw, r_b_raw)
     z_pow_2_adj = np.maximum(z_a_pow_2_adj, z_b_pow_2_adj)
     p = rounding_half_sum(r, sqrt_sqrt_half)
     q = _sub(r, sqrt_sqrt_half)
     q = _add(q, q)
     common_sq = srdhm(q, q)
-    num = _add(srdhm(q, r), srdhm(srdhm(q, common_sq), alpha_n))
-    denom_minus_one_0 = _add(srdhm(p, _add(_add(alpha_i, q), srdhm(alpha_d, common_sq))),
-                             srdhm(alpha_f, q))
-    recip_denom = one_over_one_plus_x_for_x_in_0_1(denom_minus_one_0)
+    num = _add(srdhm(q, r), srdhm_unsaturated(srdhm(q, common_sq), alpha_n))
+    denom_minus_one_0 = _add(srdhm(p, _add(_add(alpha_i, q), srdhm_unsaturated(common_sq, alpha_d))),
+                             srdhm_unsaturated(q, alpha_f))
+    recip_denom = one_over_one_plus_x(denom_minus_one_0)
     num_scaled = rescale(num, 0, accum_bits)
-    return rescale(_add(srdhm(z_pow_2_adj, log_2), srdhm(num_scaled, recip_denom)),
+    return rescale(_add(srdhm_unsaturated(z_pow_2_adj, log_2), srdhm(num_scaled, recip_denom)),
                    accum_bits, output_bits)
 
 
@@ -222,12 +268,20 @@ def softmax(node: NodeContext):
     if pair == (np.float32, np.float32):
         fbeta = F32(beta)
 
+        def softmax_f(a):
+            e = a - np.maximum.reduce(a, axis=-1, keepdims=True)
+            e *= fbeta
+            np.exp(e, out=e)
+            e /= np.add.reduce(e, axis=-1, keepdims=True, dtype=F32)
+            return e
+
         def run_f(a):
             if a.size == 0:
                 return np.empty(a.shape, F32)
+            if fp_errors_ignored():
+                return softmax_f(a)
             with np.errstate(over="ignore", invalid="ignore"):
-                e = np.exp((a - np.max(a, axis=-1, keepdims=True)) * fbeta)
-                return e / np.sum(e, axis=-1, keepdims=True, dtype=F32)
+                return softmax_f(a)
         return run_f
     if pair == (np.float16, np.float16):
         return _softmax_half(beta)
@@ -270,26 +324,33 @@ def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
     exp_q0 = np.where(valid, exp_on_negative_values(_rescaled_diffs(mult, left_shift), 5), 0)
     exp_q12 = np.where(valid, rescale(exp_q0, 0, 12), 0)
     info = np.iinfo(out_dtype)
+    lo, hi = int(info.min), int(info.max)
     bits = 8 * np.dtype(out_dtype).itemsize
+    # Invalid differences have exp_q0 == 0, which the arithmetic below maps to the minimum.
+    exp_q0 = exp_q0.astype(np.int64)
+    exp_q12 = exp_q12.astype(np.int64)
 
     def run(a):
         if a.size == 0:
             return np.empty(a.shape, out_dtype)
-        r = _rows(a).astype(np.int64)
-        idx = r - r.max(axis=1, keepdims=True) + 255
-        sum_of_exps = wrap_int32(exp_q12[idx].sum(axis=1, keepdims=True))
-        if sum_of_exps.shape[0] <= 16:
-            pairs = [get_reciprocal_int(int(v), 12) for v in sum_of_exps[:, 0].tolist()]
+        r = _rows(a)
+        idx = r.astype(np.intp)
+        idx -= np.maximum.reduce(r, axis=1, keepdims=True)
+        idx += 255
+        sums = np.add.reduce(exp_q12.take(idx), axis=1)
+        if sums.shape[0] <= 16:
+            # LiteRT aborts (TFLITE_CHECK) when the exponent leaves [0, 31], e.g. on >= 512
+            # equal maxima in a row for 8-bit output; acelera clamps so that the executor's
+            # all-zero shape pass runs.
+            pairs = [get_reciprocal_int(wrap_int32(v), 12) for v in sums.tolist()]
             scale = np.array([[p[0]] for p in pairs], np.int64)
-            bits_over_unit = np.array([[p[1]] for p in pairs], np.int64)
+            exponent = np.array([[min(max(p[1] + 31 - bits, 0), 31)] for p in pairs], np.int64)
         else:
-            scale, bits_over_unit = get_reciprocal(sum_of_exps, 12)
-        # LiteRT aborts (TFLITE_CHECK) outside [0, 31], e.g. on >= 512 equal maxima in a row
-        # for 8-bit output; acelera clamps so that the executor's all-zero shape pass runs.
-        exponent = np.clip(bits_over_unit + 31 - bits, 0, 31)
-        out = rdbpot(srdhm(scale, exp_q0[idx]), exponent) + info.min
-        out = np.where(valid[idx], np.clip(out, info.min, info.max), info.min)
-        return out.astype(out_dtype).reshape(a.shape)
+            scale, bits_over_unit = get_reciprocal(wrap_int32(sums[:, None]), 12)
+            exponent = np.clip(bits_over_unit + 31 - bits, 0, 31)
+        out = rdbpot(srdhm(scale, exp_q0.take(idx)), exponent)
+        out += lo
+        return clip_ufunc(out, lo, hi, out=out).astype(out_dtype).reshape(a.shape)
     return run
 
 
@@ -353,13 +414,19 @@ def log_softmax(node: NodeContext):
     if len(x.shape) < 1:
         raise node.unsupported("input must have at least one dimension")
     if x.dtype == np.float32:
+        def log_softmax_f(a):
+            shifted = a - np.maximum.reduce(a, axis=-1, keepdims=True)
+            log_sum = np.log(np.add.reduce(np.exp(shifted), axis=-1, keepdims=True, dtype=F32))
+            shifted -= log_sum
+            return shifted
+
         def run_f(a):
             if a.size == 0:
                 return np.empty(a.shape, F32)
+            if fp_errors_ignored():
+                return log_softmax_f(a)
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                shifted = a - np.max(a, axis=-1, keepdims=True)
-                log_sum = np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True, dtype=F32))
-                return shifted - log_sum
+                return log_softmax_f(a)
         return run_f
     if x.dtype not in (np.int8, np.uint8):
         raise node.unsupported(f"input type {x.type_name} is not supported")
@@ -377,21 +444,28 @@ def log_softmax(node: NodeContext):
     rescaled = _rescaled_diffs(mult, left_shift)
     diffs = np.arange(-255, 1)
     valid = diffs >= diff_min
-    exp_q12 = np.where(valid, rescale(exp_on_negative_values(rescaled, 5), 0, 12), 0)
+    exp_q12 = np.where(valid, rescale(exp_on_negative_values(rescaled, 5), 0, 12), 0).astype(np.int64)
+    rescaled = np.asarray(rescaled, np.int64)
     info = np.iinfo(x.dtype)
+    lo, hi = int(info.min), int(info.max)
 
     def run(a):
         if a.size == 0:
             return np.empty(a.shape, x.dtype)
-        r = _rows(a).astype(np.int64)
-        diff = r - r.max(axis=1, keepdims=True)
+        r = _rows(a)
+        diff = r.astype(np.intp)
+        diff -= np.maximum.reduce(r, axis=1, keepdims=True)
         idx = diff + 255
-        sum_of_exps = wrap_int32(exp_q12[idx].sum(axis=1, keepdims=True))
-        log_sum = log_x_for_x_greater_than_or_equal_to_1(sum_of_exps, 12, 5)
+        sum_of_exps = np.add.reduce(exp_q12.take(idx), axis=1, keepdims=True)
+        log_sum = log_x_for_x_greater_than_or_equal_to_1(wrap_int32_inplace(sum_of_exps), 12, 5)
         rescaled_diff_min = log_sum + INT32_MIN
         adjusted = np.maximum(diff_min - 1,
                               multiply_by_quantized_multiplier(rescaled_diff_min, rev_mult, rev_shift))
-        out = rdbpot(wrap_int32(rescaled[idx] - log_sum), 31 - 5 - 4) + info.max
-        out = np.where(diff > adjusted, np.clip(out, info.min, info.max), info.min)
+        out = rescaled.take(idx)
+        out -= log_sum
+        out = rdbpot(wrap_int32_inplace(out), 31 - 5 - 4)
+        out += hi
+        clip_ufunc(out, lo, hi, out=out)
+        out[diff <= adjusted] = lo
         return out.astype(x.dtype).reshape(a.shape)
     return run

@@ -25,18 +25,21 @@ import functools
 
 import numpy as np
 
-from acelera.core.kernels.activations import (F32, INT32_MAX, clz32, cvt_f2i32, half_table, legacy_qparams,
-                                              libm, lut8, lut16, lut16_expand, ndarray_kernel,
-                                              require_per_tensor, to_table, unary_io)
+from acelera.core.executor import fp_errors_ignored
+from acelera.core.kernels.activations import (F32, INT32_MAX, cvt_f2i32, half_table, legacy_qparams, libm,
+                                              lut8, lut16, lut16_expand, ndarray_kernel, require_per_tensor,
+                                              to_table, unary_io)
 from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.float_formats import table16
 from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.kernels.softmax import rdbpot, rescale, srdhm
-from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
+from acelera.core.kernels.softmax import rdbpot, sat_lshift, srdhm, srdhm_unsaturated
+from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32, wrap_int32_inplace
 
 
 def _float_op(fn):
     def run(a):
+        if fp_errors_ignored():
+            return fn(a)
         with np.errstate(all="ignore"):
             return fn(a)
     return run
@@ -110,31 +113,32 @@ def sqrt(node: NodeContext):
 
 
 def _inv_sqrt_multiplier_exp(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """GetInvSqrtQuantizedMultiplierExp(value, kReverseShift=-1) for int32 values >= 0."""
+    """GetInvSqrtQuantizedMultiplierExp(value, kReverseShift=-1) for int32 values >= 0.
+
+    The C++ divides the input by 4 while it is >= 2**29 and then shifts it left by bit pairs
+    into [2**27, 2**29); both counts follow from its leading zeros, so every value is
+    normalized at once. The Newton iteration then runs on int32 values held in int64."""
     value = np.asarray(value, np.int64)
     small = value <= 1
-    v = np.where(small, 2, value)
-    shift = np.full(v.shape, 11, np.int64)
-    while True:
-        big = v >= (1 << 29)
-        if not big.any():
-            break
-        v = np.where(big, v // 4, v)
-        shift = shift + big
-    pairs = (clz32(v) - 1) // 2 - 1
-    shift = shift - pairs
-    v = wrap_int32(v << (2 * pairs))
-    fp_input = v >> 1
-    half_input = rdbpot(fp_input, 1)
+    v = np.maximum(value, 2)
+    bits = np.frexp(v.astype(np.float64))[1].astype(np.int64)  # bit lengths (exact below 2**53)
+    quarters = np.maximum((bits - 28) >> 1, 0)  # the C++ loop's divisions by 4
+    pairs = ((31 - bits + 2 * quarters) >> 1) - 1  # left_shift_bit_pairs, from the leading zeros
+    shift = 11 + quarters - pairs
+    v >>= 2 * quarters
+    v <<= 2 * pairs
+    half_input = rdbpot(v >> 1, 1)
     half_three = (1 << 28) + (1 << 27)
     xf = np.full(v.shape, 1 << 28, np.int64)
     for _ in range(5):
-        x3 = rescale(srdhm(srdhm(xf, xf), xf), 9, 3)
-        xf = rescale(wrap_int32(srdhm(half_three, xf) - srdhm(half_input, x3)), 6, 3)
-    xf = srdhm(xf, 1518500250)
-    neg = shift < 0
-    xf = np.where(neg, wrap_int32(xf << np.where(neg, -shift, 0)), xf)
-    shift = np.where(neg, 0, shift)
+        x3 = sat_lshift(srdhm(srdhm(xf, xf), xf), 6)  # Rescale<3> of a Q9 product
+        d = srdhm_unsaturated(xf, half_three)
+        d -= srdhm(half_input, x3)
+        xf = sat_lshift(wrap_int32_inplace(d), 3)  # Rescale<3> of a Q6 difference
+    xf = srdhm_unsaturated(xf, 1518500250)
+    left = np.minimum(shift, 0)  # a negative shift moves into the multiplier
+    xf = wrap_int32_inplace(np.left_shift(xf, -left))
+    shift -= left
     return np.where(small, INT32_MAX, xf), np.where(small, 0, -shift)
 
 
