@@ -96,7 +96,7 @@ def test_analyze_text_json_svg(capsys, model, tmp_path):
     assert len(data["scenarios"]) >= 6  # no flags: every delegate planned on its own
     gpu = next(s for s in data["scenarios"] if s["delegates"][0]["name"] == "gpu-opencl")
     assert gpu["summary"]["gpu-opencl"] == 7 and gpu["summary"]["cpu"] == 0
-    assert (tmp_path / "g.svg").read_text().startswith("<svg")
+    assert "<svg" in (tmp_path / "g.svg").read_text()
 
 
 def test_help_lists_plugin_flags_in_panels():

@@ -1,7 +1,7 @@
-"""`acelera analyze`: which delegate takes each node, why the others refuse, and a picture."""
+"""`acelera analyze`: which delegate takes each node and why the others refuse (the picture:
+graph_picture.py)."""
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,9 +10,6 @@ from acelera.core.interpreter import Interpreter
 from acelera.core.partition import DelegationReport, apply_delegates
 from acelera.registrar.flags import ParsedFlags
 from acelera.registrar.registry import Registry
-
-PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7", "#9c755f"]
-CPU_COLOUR = "#bab0ac"
 
 
 @dataclass
@@ -127,44 +124,3 @@ def _ranges(nodes) -> str:
         if n is not None:
             start = prev = n
     return "[" + ", ".join(out) + "]"
-
-
-def svg(interp: Interpreter, scenario: Scenario) -> str:
-    """The graph as layered boxes (one row per dependency depth), coloured by delegate."""
-    sg = interp.model.main
-    rep = scenario.report
-    producer = {t: i for i, op in enumerate(sg.operators) for t in op.outputs}
-    depth: dict[int, int] = {}
-    for i in sg.execution_order:
-        preds = [producer[t] for t in sg.operators[i].inputs if t in producer]
-        depth[i] = 1 + max((depth[p] for p in preds), default=-1)
-    rows: dict[int, list[int]] = {}
-    for i in sg.execution_order:
-        rows.setdefault(depth[i], []).append(i)
-    colours = {d["name"]: PALETTE[k % len(PALETTE)] for k, d in enumerate(scenario.delegates)}
-    w, h, gx, gy = 150, 26, 16, 22
-    width = max(len(r) for r in rows.values()) * (w + gx) + gx + 200
-    height = len(rows) * (h + gy) + gy + 40
-    pos = {i: (gx + k * (w + gx), 40 + d * (h + gy)) for d, r in rows.items() for k, i in enumerate(r)}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" font-size="11">',
-             f'<text x="{gx}" y="20">{html.escape(str(interp.model.source))}</text>']
-    for i, op in enumerate(sg.operators):
-        x, y = pos[i]
-        for t in op.inputs:
-            if t in producer:
-                px, py = pos[producer[t]]
-                parts.append(f'<line x1="{px + w / 2}" y1="{py + h}" x2="{x + w / 2}" y2="{y}" stroke="#888"/>')
-    for i, op in enumerate(sg.operators):
-        x, y = pos[i]
-        d = rep.node_delegate.get(i)
-        fill = colours.get(d, CPU_COLOUR) if d else ("#e0e0e0" if i in rep.folded else CPU_COLOUR)
-        title = html.escape(f"node {i} {op.name} v{op.version} -> {d or ('folded' if i in rep.folded else 'CPU')}")
-        parts.append(f'<g><title>{title}</title><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="4" fill="{fill}" stroke="#333"/>'
-                     f'<text x="{x + 4}" y="{y + 17}">{i}: {html.escape(op.name[:16])}</text></g>')
-    lx = width - 190
-    legend = [(d["name"], colours[d["name"]]) for d in scenario.delegates] + [("CPU", CPU_COLOUR), ("folded", "#e0e0e0")]
-    for k, (name, colour) in enumerate(legend):
-        parts.append(f'<rect x="{lx}" y="{40 + k * 20}" width="14" height="14" fill="{colour}" stroke="#333"/>'
-                     f'<text x="{lx + 20}" y="{52 + k * 20}">{html.escape(name)}</text>')
-    parts.append("</svg>")
-    return "\n".join(parts)

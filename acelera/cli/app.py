@@ -9,15 +9,17 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from acelera import __version__
+from acelera.cli.help_format import help_tables, tflite_style
 from acelera.cli.ops_cmd import OPS_HELP, ops_command
 from acelera.cli.options import (PATH_FLAGS, TOOL_RANGES, AceleraGroup, check_path, check_path_flags, make_command,
                                  parsed_from, ranged)
 from acelera.core.errors import AceleraError
 from acelera.registrar.config import apply_config
-from acelera.registrar.flags import INT32_MAX, Flag, FlagSet, ParsedFlags
+from acelera.registrar.flags import INT32_MAX, TYPE_NAMES, Flag, FlagSet, ParsedFlags
 from acelera.registrar.registry import Registry
 
 console = Console(highlight=False, soft_wrap=True)
@@ -78,6 +80,16 @@ def plugin_failure(e: BaseException) -> str:
 def build_app(registry: Registry) -> typer.Typer:
     app = typer.Typer(cls=AceleraGroup, add_completion=False, no_args_is_help=True,
                       help=f"acelera {__version__}: run TensorFlow Lite models through pluggable delegates.")
+
+    @app.callback()
+    def root(version: Annotated[bool, typer.Option(
+                 "--version", "-V", help="print acelera's version (with -v: every installed delegate's too) and exit")]
+             = False,
+             verbose: Annotated[bool, typer.Option("--verbose", "-v", help="with --version: list the delegates")]
+             = False) -> None:
+        if version:  # main() answers `acelera --version [-v]` before the app is built; this is the help entry
+            print("\n".join(version_lines(registry, verbose)))
+            raise typer.Exit(0)
     bench = benchmark_flags()
     bench_fs = tool_flagset(registry, bench)
     delegate_fs = registry.flagset
@@ -94,30 +106,52 @@ def build_app(registry: Registry) -> typer.Typer:
     app.command("benchmark", help="Benchmark a model like TFLite's benchmark_model (--graph=MODEL).")(
         make_command("benchmark", "", benchmark, bench_fs.flags.values(), [CONFIG]))
 
-    def analyze(ctx, raw, model, json_out, svg_out, config):
+    from acelera.cli.select_cmd import register_select
+
+    register_select(app, registry)
+
+    def analyze(ctx, raw, model, json_out, svg_out, dot_out, html_out, config):
         from acelera.cli import analyze as an
+        from acelera.cli import graph_picture as gp
         from acelera.core.files import write_text_file
 
         parsed = resolve(ctx, raw, delegate_fs, config)
         check_path(model, "model")
         check_path_flags(parsed)
-        if svg_out is not None:
-            check_path(svg_out, "output", "svg")
+        outs = {"svg": svg_out, "dot": dot_out, "html": html_out}
+        for flag, path in outs.items():
+            if path is not None:
+                check_path(path, "output", flag)
         interp, scenarios = an.plan(str(model), registry, parsed)
-        if svg_out is not None:
-            write_text_file(svg_out, an.svg(interp, scenarios[0]), "SVG picture")
+        lines = an.text_lines(interp, scenarios)
+        if any(outs.values()):
+            dot = gp.dot_source(interp, scenarios[0])
+            if dot_out is not None:
+                write_text_file(dot_out, dot, "DOT graph")
+            if svg_out is not None or html_out is not None:
+                picture = gp.render(dot)
+                if svg_out is not None:
+                    write_text_file(svg_out, picture, "SVG picture")
+                if html_out is not None:
+                    write_text_file(html_out, gp.html_page(f"acelera analyze {model}", picture, lines), "HTML page")
         if json_out:
             print(json.dumps(an.to_json(interp, scenarios), indent=2))
         else:
-            print("\n".join(an.text_lines(interp, scenarios)))
-            if svg_out is not None:
-                print(f"graph picture written to {svg_out}")
+            print("\n".join(lines))
+            for flag, path in outs.items():
+                if path is not None:
+                    print(f"graph {flag.upper()} written to {path}")
 
     app.command("analyze", help="Show which delegate takes each node of MODEL, and why others refuse.")(
         make_command("analyze", "", analyze, delegate_fs.flags.values(), [
             _param("model", Annotated[Path, typer.Argument(help="the .tflite model")]),
             _param("json_out", Annotated[bool, typer.Option("--json", help="print JSON")], False),
-            _param("svg_out", Annotated[Optional[Path], typer.Option("--svg", help="write the graph picture here")], None),
+            _param("svg_out", Annotated[Optional[Path], typer.Option(
+                "--svg", help="write the graph picture here (laid out by Graphviz dot)")], None),
+            _param("dot_out", Annotated[Optional[Path], typer.Option(
+                "--dot", help="write the graph as Graphviz DOT text here")], None),
+            _param("html_out", Annotated[Optional[Path], typer.Option(
+                "--html", help="write a self-contained HTML page (picture and analysis) here")], None),
             CONFIG]))
 
     from acelera.conformance.inference_diff import INFERENCE_DIFF_FLAGS
@@ -214,9 +248,9 @@ def build_app(registry: Registry) -> typer.Typer:
         t.add_column("available", overflow="fold")  # a long device name wraps; it is never cut short
         for r in rows:
             t.add_row(r["name"], r["version"], r["backend"], r["plugin"],
-                      "yes" if r["available"] else f"no: {r['reason']}")
+                      "yes" if r["available"] else escape(f"no: {r['reason']}"))
         for name, reason in registry.broken.items():
-            t.add_row(name, "?", "?", name, f"BROKEN: {reason}")
+            t.add_row(name, "?", "?", name, escape(f"BROKEN: {reason}"))
         console.print(t)
 
     @delegates.command("show", help="A delegate's flags, op table and accepted model types.")
@@ -231,14 +265,22 @@ def build_app(registry: Registry) -> typer.Typer:
         print(f"partitions: max {mx or 'unlimited'}, min nodes {mn or 'none'} (when the flags leave them at 0)")
         if spec.notes:
             print(f"notes: {spec.notes}")
-        t = Table("flag", "type", "default", "help", title="flags")
+        t = Table(title="flags")
+        t.add_column("flag", no_wrap=True)  # a flag name is copied from here: never cut
+        t.add_column("type", no_wrap=True)
+        t.add_column("default", overflow="fold")
+        t.add_column("help", overflow="fold")
         for f in spec.flags:
-            t.add_row(f"--{f.name}", f.type.__name__, repr(f.default), f.help)
+            default = str(f.default).lower() if f.type is bool else repr(f.default)
+            t.add_row(f"--{f.name}", TYPE_NAMES[f.type], escape(default), escape(f.help))
         console.print(t)
-        t = Table("op", "versions", "dtypes", "constraints", title="op support")
+        t = Table(title="op support")
+        t.add_column("op", no_wrap=True)
+        for col in ("versions", "dtypes", "constraints"):
+            t.add_column(col, overflow="fold")
         for row in spec.op_table:
             t.add_row(row.op, f"{row.min_version}-{row.max_version}", ", ".join(sorted(row.dtypes)),
-                      "; ".join(c.description for c in row.constraints))
+                      escape("; ".join(c.description for c in row.constraints)))
         console.print(t)
 
     app.add_typer(delegates, name="delegates")
@@ -318,6 +360,20 @@ def quiet_delegate_logs() -> None:
     logging.getLogger("acelera").setLevel(logging.WARNING)
 
 
+def version_lines(registry: Registry, verbose: bool) -> list[str]:
+    """`acelera --version`: the package; with -v every installed delegate and its plugin."""
+    lines = [f"acelera {__version__}"]
+    if verbose:
+        for name in sorted(registry.specs):
+            spec = registry.specs[name]
+            plugin = next((p for p in registry.plugins.values() if name in p.delegates), None)
+            dist = f" ({plugin.distribution} {plugin.version})" if plugin is not None else ""
+            lines.append(f"  {name} {spec.version} [{spec.backend}]{dist}")
+        for name, why in sorted(getattr(registry, "broken", {}).items()):
+            lines.append(f"  {name}: broken ({why})")
+    return lines
+
+
 def main(argv: list[str] | None = None, registry: Registry | None = None) -> int:
     """Entry point of the `acelera` command: one-line errors, exit codes, `--debug` tracebacks."""
     from acelera.registrar.registry import get_registry
@@ -326,10 +382,15 @@ def main(argv: list[str] | None = None, registry: Registry | None = None) -> int
     _tool_logging()
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
+    if args and args[0] in ("--version", "-V") and set(args[1:]) <= {"-v", "--verbose"}:
+        print("\n".join(version_lines(registry or get_registry() if len(args) > 1 else registry,
+                                       len(args) > 1)) if len(args) > 1 else f"acelera {__version__}")
+        return 0
     try:
         registry = registry or get_registry()
-        cmd = typer.main.get_command(build_app(registry))
-        result = cmd.main(args=args, prog_name="acelera", standalone_mode=False)
+        cmd = tflite_style(typer.main.get_command(build_app(registry)))
+        with help_tables():
+            result = cmd.main(args=args, prog_name="acelera", standalone_mode=False)
         return int(result or 0)
     except AceleraError as e:
         if debug:
