@@ -3,11 +3,23 @@
 ACELERA_FUZZ_CASES sets the number of load cases (default 2000); ACELERA_FUZZ_RUN_CASES the
 number of cases also driven through allocate_tensors() and invoke() (default 300);
 ACELERA_FUZZ_DELEGATE_CASES the number driven through every available first-party delegate (150).
+
+Field-level mutants (acelera.conformance.mutate: shapes, types, indices, quantization, options,
+subgraph references, operator codes, buffer bytes, overwritten in place so the flatbuffer stays
+well formed) of the seed models of benchmarks/fuzz_campaign.py, which runs the long campaign:
+ACELERA_FUZZ_FIELD_CASES on the reference (default 400), ACELERA_FUZZ_FIELD_DELEGATE_CASES
+through every available first-party delegate (default 38: each seed twice), seed
+ACELERA_FUZZ_FIELD_SEED (default 0). Each case runs with max_memory_bytes = 1 GiB and must finish
+within FIELD_CASE_SECONDS.
 """
 import os
+import resource
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from acelera import AceleraError, ModelError
 from acelera.core import model as model_module
@@ -152,3 +164,125 @@ def test_fuzz_multi_subgraph_models(monkeypatch):
             assert "\n" not in str(e), str(e)
         assert time.perf_counter() - t0 < 5.0, f"case {k} took too long"
     assert loaded > 0
+
+
+# --- field-level mutations ------------------------------------------------------------------
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import fuzz_campaign  # the campaign's seed models and driver, so that its --replay reproduces a case
+
+from acelera.conformance import mutate as fields  # mutate() above is the byte mutator
+
+FIELD_CASE_SECONDS = 10.0
+FIELD_BUDGET = 1 << 30
+FIELD_SEED = int(os.environ.get("ACELERA_FUZZ_FIELD_SEED", "0"))
+
+
+@pytest.fixture(scope="module")
+def field_corpus(models_dir):
+    seeds = fuzz_campaign.seed_models()
+    return [(name, data, fields.find_sites(data)) for name, data in seeds.items()]
+
+
+def test_field_mutator_sites_and_determinism(field_corpus):
+    """Every kind of site the seeds hold is found; a mutant is the same for the same (seed, case),
+    keeps the file's size and its flatbuffer structure (the same sites at the same offsets), and
+    differs from the seed only inside the mutated fields."""
+    kinds = {s.kind for _, _, sites in field_corpus for s in sites}
+    # no seed has operator intermediates or Buffer.offset/size (models over 2 GB)
+    assert kinds == set(fields.KINDS) - {"op_intermediate", "buffer_field"}, kinds
+    for name, data, sites in field_corpus:
+        layout = [(s.offset, s.size, s.kind) for s in sites]
+        for case in range(3):
+            m = fields.mutant(data, FIELD_SEED, case, sites)
+            assert m.data == fields.mutant(data, FIELD_SEED, case).data, name
+            assert len(m.data) == len(data)
+            assert [(s.offset, s.size, s.kind) for s in fields.find_sites(m.data)] == layout, (name, m.describe())
+            touched = {i for mu in m.mutations for i in range(mu.offset, mu.offset + mu.size)}
+            diff = {i for i, (a, b) in enumerate(zip(data, m.data)) if a != b}
+            assert diff <= touched, (name, m.describe())
+    assert fields.mutant(data, FIELD_SEED, 0).data != fields.mutant(data, FIELD_SEED + 1, 0).data
+
+
+def test_field_mutator_values():
+    shape = fields.Site(0, 4, "shape", "i", "t shape[0]", 7, 2)
+    assert {0, -1, 1, 6, 8, 14, 2**31 - 1, -2**31} <= set(fields.candidates(shape, np.random.default_rng(0)))
+    idx = fields.Site(0, 4, "op_input", "i", "op inputs[0]", 3, 10)
+    assert {-1, 0, 9, 10, 11, 4} <= set(fields.candidates(idx, np.random.default_rng(0)))
+    ttype = fields.Site(0, 1, "tensor_type", "b", "t type", 0)
+    assert set(range(fields.TENSOR_TYPES)) | {-1, 127, fields.TENSOR_TYPES} <= set(
+        fields.candidates(ttype, np.random.default_rng(0)))
+    scale = fields.Site(0, 4, "quant_scale", "f", "t scale", 0.5)
+    vals = fields.candidates(scale, np.random.default_rng(0))
+    assert any(np.isnan(v) for v in vals) and float("inf") in vals and 0.0 in vals and 1e-45 in vals
+    ref = fields.Site(0, 4, "subgraph_ref", "i", "WhileOptions.BodySubgraphIndex", 2, 3, own=0)
+    assert {0, 2, 3, -1} <= set(fields.candidates(ref, np.random.default_rng(0)))
+    assert fields.pack("I", -1) == b"\xff\xff\xff\xff" and fields.pack("b", 200) == bytes([200])
+    assert fields.option_fields("WhileOptions") == {4: ("CondSubgraphIndex", "i", False),
+                                                    6: ("BodySubgraphIndex", "i", False)}
+    assert fields.option_fields("Conv2DOptions")[4] == ("Padding", "b", False)
+    assert fields.option_fields("ReshapeOptions") == {4: ("NewShape", "i", True)}
+
+
+def _field_cases(field_corpus, cases: int, delegates: list) -> tuple[int, int, list[str]]:
+    """Run `cases` mutants (case k of seed model k mod len) on each engine; (ran, errors, failures)."""
+    ran = errors = 0
+    failures = []
+    for k in range(cases):
+        name, data, sites = field_corpus[k % len(field_corpus)]
+        m = fields.mutant(data, FIELD_SEED, k, sites)
+        for d in delegates:
+            engine = getattr(d, "name", "reference") if d is not None else "reference"
+            repro = (f"{name} case {k} seed {FIELD_SEED} on {engine} [{m.describe()}]; reproduce: python "
+                     f"benchmarks/fuzz_campaign.py --replay {name}:{k} --seed {FIELD_SEED}"
+                     + (f" --engine {engine}" if d is not None else ""))
+            t0 = time.perf_counter()
+            try:
+                fuzz_campaign.drive(m.data, d, FIELD_BUDGET)
+                ran += 1
+            except AceleraError as e:
+                errors += 1
+                if "\n" in str(e):
+                    failures.append(f"{repro}: a multi-line error: {e!r}")
+            except Exception as e:  # noqa: BLE001  (anything but an AceleraError is the failure)
+                failures.append(f"{repro}: {type(e).__name__}: {e}")
+            elapsed = time.perf_counter() - t0
+            if elapsed > FIELD_CASE_SECONDS:
+                failures.append(f"{repro}: took {elapsed:.1f} s (bound {FIELD_CASE_SECONDS:.0f} s)")
+    return ran, errors, failures
+
+
+def _check(ran: int, errors: int, failures: list[str]) -> None:
+    assert not failures, f"{len(failures)} field mutants failed:\n" + "\n".join(failures[:20])
+    assert ran > 0 and errors > 0  # the mutations exercise both paths
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    assert peak < 4 * FIELD_BUDGET, f"peak RSS {peak >> 20} MiB"
+
+
+def test_field_mutants_on_the_reference(field_corpus, monkeypatch):
+    """Field mutants load, allocate and invoke (zeros, then ones) on the reference kernels or stop
+    with one AceleraError line, within the time and memory bounds; nothing else escapes."""
+    from acelera.core.kernels import control_flow
+
+    monkeypatch.setattr(control_flow, "MAX_LOOP_ITERATIONS", 1000)
+    cases = int(os.environ.get("ACELERA_FUZZ_FIELD_CASES", "400"))
+    _check(*_field_cases(field_corpus, cases, [None]))
+
+
+def test_field_mutants_through_every_delegate(field_corpus, monkeypatch):
+    """The same through each available first-party delegate (fewer cases)."""
+    import warnings
+
+    from acelera import load_delegate
+    from acelera.core.kernels import control_flow
+    from acelera.registrar.registry import get_registry
+    from needs import require
+
+    monkeypatch.setattr(control_flow, "MAX_LOOP_ITERATIONS", 1000)
+    reg = get_registry()
+    names = [n for n in fuzz_campaign.DELEGATES if n in reg.specs and reg.availability(n).ok]
+    require(names, "no first-party delegate is available here")
+    delegates = [load_delegate(n) for n in names]
+    cases = int(os.environ.get("ACELERA_FUZZ_FIELD_DELEGATE_CASES", "38"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _check(*_field_cases(field_corpus, cases, delegates))

@@ -30,10 +30,10 @@ import inspect
 import math
 import struct
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Sequence
 
 import flatbuffers
 import numpy as np
@@ -81,7 +81,7 @@ class Site:
     kind: str
     fmt: str  # struct format of the field ('b', 'B', 'i', 'I', 'q', 'f', ...); buffer_data: 'B'
     where: str  # e.g. "subgraph 0 tensor 3 shape[1]"
-    original: float | int | None = None
+    original: float | None = None
     count: int = 0  # what an index refers to (tensors, buffers, subgraphs, ...), or the tensor's rank
     own: int = -1  # the subgraph holding the site, for subgraph references
 
@@ -93,7 +93,7 @@ class Mutation:
     offset: int
     size: int
     fmt: str
-    value: float | int
+    value: float
     kind: str
     where: str
 
@@ -115,11 +115,11 @@ class Mutant:
         return "; ".join(m.describe() for m in self.mutations)
 
 
-def _show(v: float | int) -> str:
+def _show(v: float) -> str:
     return repr(float(v)) if isinstance(v, float) else str(int(v))
 
 
-def pack(fmt: str, value: float | int) -> bytes:
+def pack(fmt: str, value: float) -> bytes:
     """`value` as `fmt`, little-endian; integers wrap to the field's width (-1 -> all ones)."""
     if fmt in "efd":
         return struct.pack("<" + fmt, float(value))
@@ -148,7 +148,7 @@ def _vector(tab: flatbuffers.table.Table, slot: int) -> tuple[int, int]:
     return (tab.Vector(o), tab.VectorLen(o)) if o else (0, 0)
 
 
-def _read(data: bytes, fmt: str, pos: int) -> float | int:
+def _read(data: bytes, fmt: str, pos: int) -> float:
     return struct.unpack_from("<" + fmt, data, pos)[0]
 
 
@@ -197,7 +197,7 @@ class _Probe:
 _ACCESSOR_SKIP = ("AsNumpy", "Length", "IsNone", "BufferHasIdentifier")
 
 
-@lru_cache(maxsize=None)
+@cache
 def option_fields(cls_name: str) -> dict[int, tuple[str, str, bool]]:
     """For the options table `cls_name` (a `tflite` bindings class): vtable slot -> (accessor
     name, struct format, is a vector), for its scalar fields and vectors of scalars."""
@@ -206,7 +206,7 @@ def option_fields(cls_name: str) -> dict[int, tuple[str, str, bool]]:
         return {}
     fields: dict[int, tuple[str, str, bool]] = {}
     for name, fn in vars(cls).items():
-        if name.startswith("_") or name == "Init" or name.startswith("GetRootAs") or name.endswith(_ACCESSOR_SKIP):
+        if name.startswith(("_", "GetRootAs")) or name == "Init" or name.endswith(_ACCESSOR_SKIP):
             continue
         if not callable(fn):
             continue
@@ -218,14 +218,14 @@ def option_fields(cls_name: str) -> dict[int, tuple[str, str, bool]]:
         obj._tab = probe
         try:
             fn(obj) if params == 1 else fn(obj, 0)
-        except Exception:  # an accessor of a nested table or struct: not a mutation site
+        except Exception:  # noqa: BLE001, S112  (an accessor of a nested table or struct: not a site)
             continue
         if probe.slot is not None and probe.flags is not None:
             fields[probe.slot] = (name, probe.flags.packer_type.format.lstrip("<"), probe.vector)
     return fields
 
 
-@lru_cache(maxsize=None)
+@cache
 def _union_names(union: str) -> dict[int, str]:
     cls = getattr(tflite, union)
     return {v: k for k, v in vars(cls).items() if not k.startswith("_") and isinstance(v, int) and v}
@@ -376,7 +376,7 @@ def _index_values(site: Site, rng: np.random.Generator) -> list[int]:
     return [0, -1, 1, -2, n - 1, n, n + 1, orig + 1, orig - 1, other, I32_MAX, I32_MIN, 2**32 - 1]
 
 
-def candidates(site: Site, rng: np.random.Generator) -> list[float | int]:
+def candidates(site: Site, rng: np.random.Generator) -> list[float]:
     """The values `site` may take (buffer_data sites are handled by `choose`)."""
     kind, fmt, orig = site.kind, site.fmt, site.original
     if fmt in "efd":
@@ -408,7 +408,7 @@ def candidates(site: Site, rng: np.random.Generator) -> list[float | int]:
     elif kind == "buffer_field":
         vals = [0, 1, 16, o + 1, 2**31, 2**32 - 1, 2**63 - 1, 2**64 - 1]
     elif struct.calcsize("<" + fmt) == 1:  # option enums and bytes
-        vals = list(range(0, 8)) + [o + 1, -1, 127, -128]
+        vals = list(range(8)) + [o + 1, -1, 127, -128]
     else:  # option integers (strides, axes, sizes, vector elements)
         vals = [0, -1, 1, 2, 3, o - 1, o + 1, 2 * o, 1 << 16, 1 << 20, I32_MAX, I32_MIN]
         if struct.calcsize("<" + fmt) == 8:
