@@ -14,6 +14,7 @@ and input shapes, so a loop body whose shapes change every iteration prepares ea
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 from dataclasses import dataclass
 from operator import itemgetter
@@ -21,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from acelera.core.errors import AceleraError, UnsupportedOpError
+from acelera.core.errors import AceleraError, ModelError, UnsupportedOpError
 from acelera.core.kernels.registry import Kernel, NodeContext, lookup, shape_pass
 from acelera.core.model import Subgraph, Tensor
 
@@ -97,6 +98,20 @@ class Step:
     nodes: tuple[int, ...]  # model node indices this step executes
     delegate: str | None = None
     in_shapes: tuple | None = None  # input shapes the kernel was prepared for (None: not yet)
+
+
+def _check_arity(fn, n: int, label: str) -> None:
+    """A node with more (or fewer) inputs than its kernel's run() takes is a malformed model:
+    refuse it at prepare, naming the node, instead of failing inside the kernel at invoke."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind(*([None] * n))
+    except TypeError:
+        takes = sum(1 for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        raise ModelError(f"{label}: has {n} input(s), its kernel takes {takes}") from None
 
 
 def node_label(sg: Subgraph, i: int) -> str:
@@ -177,6 +192,7 @@ class Executor:
             raise type(e)(f"{label}: {e}") from None
         except Exception as e:
             raise KernelError(f"{label}: cannot prepare kernel: {type(e).__name__}: {e}") from None
+        _check_arity(fn, len(op.inputs), label)
         return Step(label, fn, op.inputs, op.outputs, (i,), in_shapes=self._input_shapes(op.inputs))
 
     def _input_shapes(self, inputs: Sequence[int]) -> tuple:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.kernels.array_util import checked_shape
 from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, float_type_names, register
 from acelera.core.kernels.reshape import SIZED_TYPES, copy_block, legacy_qparams, same_qparams
@@ -43,6 +44,8 @@ class _ConstPad:
     def __init__(self, in_shape: tuple[int, ...], pads: list[tuple[int, int]]):
         self.identity = not any(a or b for a, b in pads)
         self.out_shape = tuple(n + a + b for n, (a, b) in zip(in_shape, pads))
+        if not self.identity:
+            checked_shape(self.out_shape, np.dtype(np.float64))  # refuse a huge output before allocating
         self.starts = tuple(a for a, _ in pads)
 
     def __call__(self, x: np.ndarray, value) -> np.ndarray:
