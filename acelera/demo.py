@@ -72,20 +72,24 @@ def run_delegates(registry, quantized: bool, runs: int = 50) -> None:
     ref.set_tensor(inp["index"], x)
     ref.invoke()
     want = ref.get_tensor(ref.get_output_details()[0]["index"]).astype(np.float64)
+    from rich.console import Console
+
+    status = Console(stderr=True).status
     for spec in registry.specs.values():
         avail = registry.availability(spec.name)
         if not avail.ok:
             print(f"  {spec.name} ({spec.backend}): unavailable here: {avail.reason}")
             continue
-        it = Interpreter(model_content=model, experimental_delegates=[registry.create(spec.name)],
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-        it.allocate_tensors()
+        with status(f"preparing {spec.name} (first use compiles kernels)"):
+            it = Interpreter(model_content=model, experimental_delegates=[registry.create(spec.name)],
+                             experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+            it.allocate_tensors()
         it.set_tensor(inp["index"], x)
         avg, _ = _time(it.invoke, runs)
         got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.float64)
         taken = it.delegation.nodes_of(spec.name)
         print(f"  {spec.name} ({spec.backend}): took {len(taken)} of {len(it.model.main.operators)} nodes, "
-              f"max |diff| vs reference {np.abs(got - want).max():g}, avg {avg:.1f} us")
+              f"max |diff| vs reference {np.abs(got - want).max():g}, avg {avg:.1f} us over {runs} runs")
 
 
 def main(registry=None) -> int:
@@ -106,7 +110,7 @@ def main(registry=None) -> int:
 def certify_available(registry) -> None:
     """Certify every available delegate on generated op cases and acelera's own sample models."""
     from acelera.conformance.report import summary_lines
-    from acelera.conformance.suite import certify
+    from acelera.conformance.suite import certify_with_progress
 
     print("\ncertification (op, negative, behaviour and sample-model cases; "
           "`acelera conformance --all` adds ../shared/models):")
@@ -114,7 +118,7 @@ def certify_available(registry) -> None:
         if not registry.availability(spec.name).ok:
             continue
         t0 = time.perf_counter()
-        cert = certify(registry, spec.name, models_dir=None, variants_per_case=1)
+        cert = certify_with_progress(registry, spec.name, models_dir=None, variants_per_case=1)
         for line in summary_lines(cert):
             print(f"  {line}")
         print(f"  ({time.perf_counter() - t0:.1f} s)")

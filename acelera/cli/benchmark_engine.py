@@ -925,7 +925,25 @@ def _delegate_lines(interp) -> list[str]:
         else:
             lines.append(f"Though {d.name} delegate is explicitly applied, the model graph will not be "
                          f"executed by the delegate.")
+            why = _refusals(interp, d.name)
+            if why:
+                lines.append(f"  why: {why}")
     return lines
+
+
+def _refusals(interp, name: str) -> str:
+    """The distinct reasons `name` gave for refusing nodes (acelera's addition to TFLite's line)."""
+    rep = interp.delegation
+    seen: list[str] = []
+    for rs in rep.rejections.values():
+        for d, r in rs:
+            if d == name and r not in seen:
+                seen.append(r)
+    for d, _nodes, msg in rep.failures:
+        if d == name and msg not in seen:
+            seen.append(f"prepare failed: {msg}")
+    more = f" (and {len(seen) - 3} more reasons)" if len(seen) > 3 else ""
+    return "; ".join(seen[:3]) + more
 
 
 def _check_full_delegation(interp) -> None:

@@ -127,7 +127,7 @@ def test_runs_and_matches_reference():
 
 README = '''# acelera-{name}
 
-A delegate plugin for [acelera](https://example.invalid/acelera), scaffolded by
+A delegate plugin for acelera (its CONTRIBUTING.md, "Writing a delegate", is the guide), scaffolded by
 `acelera new-delegate {name}`.
 
 ```

@@ -492,6 +492,12 @@ def _safe(name: str) -> str:
 
 
 def _certify_with_bar(registry, name, models_dir, seed, shard, tolerances, options=None) -> Certificate:
+    return certify_with_progress(registry, name, models_dir=models_dir, seed=seed, shard=shard,
+                                 tolerances=tolerances, options=options)
+
+
+def certify_with_progress(registry: Any, name: str, **kw: Any) -> Certificate:
+    """certify() with a rich progress bar (cases done, failures, time; transient)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -510,5 +516,4 @@ def _certify_with_bar(registry, name, models_dir, seed, shard, tolerances, optio
                 failed[0] += 1
             bar.update(task, completed=done, total=total, failed=failed[0])
 
-        return certify(registry, name, models_dir=models_dir, seed=seed, shard=shard, tolerances=tolerances,
-                       progress=progress, options=options)
+        return certify(registry, name, progress=progress, **kw)
