@@ -52,7 +52,8 @@ def test_twelve_gib_of_activations_in_a_1kb_file_are_refused_before_allocating()
 
 
 def test_a_convolution_scratch_over_budget_is_named():
-    it = Interpreter(model_content=_big_conv(), experimental_op_resolver_type=REF, max_memory_bytes=1 << 30)
+    # 128 MiB of activations + a 64 MiB band of the (tiled) im2col matrix
+    it = Interpreter(model_content=_big_conv(), experimental_op_resolver_type=REF, max_memory_bytes=150 << 20)
     with pytest.raises(MemoryBudgetError, match=r"kernel scratch; .*largest scratch at node 0 \(CONV_2D\)"):
         it.allocate_tensors()
 
@@ -92,3 +93,35 @@ def test_numpy_size_errors_never_escape_raw():
     it = Interpreter(model_content=b.build(), experimental_op_resolver_type=REF)
     with pytest.raises(AceleraError, match="cannot allocate tensors"):
         it.allocate_tensors()
+
+
+def test_a_large_convolution_runs_in_bounded_im2col_tiles(monkeypatch):
+    """The float conv builds its patch matrix a band of rows at a time: same result as whole."""
+    from acelera.core.kernels import conv
+
+    b = ModelBuilder()
+    x = b.add_input("x", (1, 20, 18, 5), np.float32)
+    rng = np.random.default_rng(0)
+    w = b.add_constant("w", rng.standard_normal((7, 3, 3, 5)).astype(np.float32))
+    bias = b.add_constant("b", rng.standard_normal(7).astype(np.float32))
+    y = b.add_tensor("y", (1, 10, 9, 7), np.float32)
+    b.add_operator("CONV_2D", [x, w, bias], [y], padding="SAME", stride_w=2, stride_h=2,
+                   dilation_w_factor=1, dilation_h_factor=1, fused_activation_function="RELU")
+    b.mark_outputs(y)
+    model = b.build()
+    xv = rng.standard_normal((1, 20, 18, 5)).astype(np.float32)
+
+    def run() -> np.ndarray:
+        it = Interpreter(model_content=model, experimental_op_resolver_type=REF)
+        it.allocate_tensors()
+        it.set_tensor(0, xv)
+        it.invoke()
+        return it.get_tensor(it.get_output_details()[0]["index"])
+    whole = run()
+    monkeypatch.setattr(conv, "IM2COL_TILE_BYTES", 2000)  # a band of one or two output rows
+    calls = []
+    orig = conv.Geometry.im2col_rows
+    monkeypatch.setattr(conv.Geometry, "im2col_rows", lambda self, *a: calls.append(a) or orig(self, *a))
+    tiled = run()
+    assert len(calls) >= 5
+    np.testing.assert_allclose(tiled, whole, rtol=1e-6, atol=1e-6)

@@ -76,7 +76,15 @@ def _conv_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
     if op.op == "TRANSPOSE_CONV":
         taps = int(np.prod(w[1:], dtype=np.float64))
         positions = int(np.prod(shapes[op.inputs[2]][:-1], dtype=np.float64)) if len(op.inputs) > 2 else positions
-    return positions * taps * 8
+    full = positions * taps * 8
+    if op.op == "CONV_2D" and sg.tensors[op.inputs[0]].type_name == "FLOAT32":
+        return min(full, TILE_BYTES)  # the float conv builds its patch matrix in bounded bands
+    return full
+
+
+#: the float CONV_2D's im2col band (kernels/conv.py IM2COL_TILE_BYTES), not imported: core.memory
+#: stays below the kernels
+TILE_BYTES = 64 << 20
 
 
 def _batch_matmul_scratch(sg: Subgraph, shapes: Shapes, op) -> int:

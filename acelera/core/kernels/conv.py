@@ -286,6 +286,20 @@ class Geometry:
         return xp[:, y0:y0 + (self.oh - 1) * self.sh + 1:self.sh,
                   x0:x0 + (self.ow - 1) * self.sw + 1:self.sw, :]
 
+    def im2col_rows(self, xp: np.ndarray, r0: int, r1: int) -> np.ndarray:
+        """im2col (groups == 1) of output rows [r0, r1) only, from the padded input `xp`."""
+        rows = r1 - r0
+        cols = np.empty((self.n, rows, self.ow, self.kh, self.kw, self.c), xp.dtype)
+        for ky in range(self.kh):
+            for kx in range(self.kw):
+                y0, x0 = ky * self.dh + r0 * self.sh, kx * self.dw
+                cols[:, :, :, ky, kx, :] = xp[:, y0:y0 + (rows - 1) * self.sh + 1:self.sh,
+                                               x0:x0 + (self.ow - 1) * self.sw + 1:self.sw, :]
+        return cols.reshape(self.n * rows * self.ow, self.kh * self.kw * self.c)
+
+    def im2col_bytes(self, itemsize: int) -> int:
+        return self.n * self.oh * self.ow * self.kh * self.kw * self.c * itemsize
+
     def im2col(self, x: np.ndarray, groups: int = 1) -> np.ndarray:
         """(rows, kh*kw*c) patches for groups == 1, else (groups, rows, kh*kw*c/groups);
         x is already in the matmul dtype (and zero-point shifted)."""
@@ -454,13 +468,34 @@ def _conv_float(node: NodeContext, g: Geometry, groups: int, act: int, out_shape
     wm_const = None if w_const is None else weight_matrix(w_const, groups, dt)
     b_const = node.const(2)
 
+    tiled = groups == 1 and not g.pointwise and g.im2col_bytes(np.dtype(dt).itemsize) > IM2COL_TILE_BYTES
+
     def run(x, w, b=None):
         wm = wm_const if wm_const is not None else weight_matrix(w, groups, dt)
-        cols = g.im2col(np.asarray(x, dt), groups)
-        out = grouped_matmul(cols, wm, groups)
+        if tiled:
+            out = _tiled_matmul(g, np.asarray(x, dt), wm)
+        else:
+            cols = g.im2col(np.asarray(x, dt), groups)
+            out = grouped_matmul(cols, wm, groups)
         finish_float(out, b_const if b_const is not None else b, bounds)
         return out.reshape(out_shape)
     return run
+
+
+#: an im2col matrix larger than this is built and multiplied a band of output rows at a time
+IM2COL_TILE_BYTES = 64 << 20
+
+
+def _tiled_matmul(g: Geometry, x: np.ndarray, wm: np.ndarray) -> np.ndarray:
+    """im2col @ wm in bands of output rows, so the patch matrix stays under IM2COL_TILE_BYTES."""
+    xp = g.pad(x)
+    per_row = max(1, g.im2col_bytes(x.dtype.itemsize) // max(g.oh, 1))
+    band = max(1, IM2COL_TILE_BYTES // per_row)
+    out = np.empty((g.n, g.oh, g.ow, wm.shape[1]), wm.dtype)
+    for r0 in range(0, g.oh, band):
+        r1 = min(g.oh, r0 + band)
+        out[:, r0:r1] = (g.im2col_rows(xp, r0, r1) @ wm).reshape(g.n, r1 - r0, g.ow, wm.shape[1])
+    return out.reshape(g.n * g.oh * g.ow, wm.shape[1])
 
 
 def _conv_quant(node: NodeContext, g: Geometry, groups: int, act: int, out_shape, wide: bool) -> Kernel:
