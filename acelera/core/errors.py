@@ -27,3 +27,7 @@ class InterpreterError(AceleraError, ValueError):
 class InterpreterStateError(AceleraError, RuntimeError):
     """The interpreter's state refuses the call: invoke before allocate_tensors, a strict resize
     of a fixed dimension, a numpy view from tensor() still held (LiteRT: RuntimeError)."""
+
+
+class KernelError(AceleraError, RuntimeError):
+    """A kernel failed while preparing or running a node."""

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from acelera.core.errors import AceleraError, ModelError, UnsupportedOpError
+from acelera.core.errors import AceleraError, KernelError, ModelError, UnsupportedOpError  # noqa: F401 (KernelError re-exported)
 from acelera.core.kernels.registry import Kernel, NodeContext, lookup, shape_pass
 from acelera.core.model import Subgraph, Tensor
 
@@ -81,10 +81,6 @@ def fp_errors_ignored() -> bool:
     """Whether numpy's floating-point errors are already ignored (as inside Executor.run), so
     that a kernel need not enter np.errstate itself."""
     return _FP_STATE is not None and _FP_STATE.get() is _fp_quiet[1]
-
-
-class KernelError(AceleraError, RuntimeError):
-    """A kernel failed while preparing or running a node."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from acelera.core import model as _model
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import NodeContext
 from acelera.core.model import Tensor
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.float_formats import bf16_to_f32, f8_to_f32, f32_to_bf16, f32_to_f8, f32_to_f16
 from acelera.core.kernels.registry import NodeContext, register
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from acelera.core import model as _model
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
 
 F32 = np.float32

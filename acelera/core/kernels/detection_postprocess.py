@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.common import scale_zp
 from acelera.core.kernels.registry import NodeContext, register
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
 from acelera.core.model import MAX_TENSOR_BYTES, encode_strings
 

@@ -210,7 +210,7 @@ def fully_connected(node: NodeContext):
     if w_t.sparsity is not None:
         raise node.unsupported("sparse weights are not supported")
     units, k = int(w_t.shape[0]), int(w_t.shape[1])
-    in_type, w_type, out_type = x_t.type_name, w_t.type_name, out_t.type_name
+    in_type, w_type = x_t.type_name, w_t.type_name
     if b_t is not None and int(np.prod(b_t.shape)) != units:
         raise node.unsupported(f"bias has {int(np.prod(b_t.shape))} elements, expected {units}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import NodeContext, register
 
 # TensorType codes (acelera.core.dtypes.TYPE_NAMES).

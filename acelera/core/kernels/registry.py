@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Mapping, Union
 
 import numpy as np
 
-from acelera.core.errors import UnsupportedOpError
+from acelera.core.errors import KernelError, UnsupportedOpError
 from acelera.core.model import Operator, Tensor
 from acelera.core.opcodes import CUSTOM
 
@@ -74,8 +74,6 @@ def check_divisor(y: np.ndarray, zero=0, what: str = "division by zero") -> None
     """LiteRT's runtime divisor check (DIV, FLOOR_DIV, FLOOR_MOD): fail the invoke on a divisor
     equal to `zero` (the zero point of a quantized divisor), except in the shape pass."""
     if not _SHAPE_PASS.get() and np.any(np.asarray(y) == zero):
-        from acelera.core.executor import KernelError
-
         raise KernelError(what)
 
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import NodeContext, is_float32, register
 
 _FLOAT32, _INT32, _UINT8, _INT16, _INT8, _INT4 = 0, 2, 3, 7, 9, 17

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.common import check_same_type, scale_zp
 from acelera.core.kernels.registry import NodeContext, is_float32, register
 

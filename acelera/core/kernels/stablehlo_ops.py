@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from acelera.core import model as _model
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import Kernel, NodeContext, register
 
 _FLOAT8 = ("FLOAT8_E4M3FN", "FLOAT8_E5M2")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.dtypes import TYPE_CODES
-from acelera.core.executor import KernelError
+from acelera.core.errors import KernelError
 from acelera.core.kernels.array_util import check_arity, same_type_output
 from acelera.core.kernels.registry import Kernel, NodeContext, register
 

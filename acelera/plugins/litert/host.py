@@ -228,7 +228,7 @@ class LiteRTKernel(DelegateKernel):
         except AceleraError:
             raise
         except Exception as e:
-            from acelera.core.executor import KernelError
+            from acelera.core.errors import KernelError
 
             raise KernelError(f"LiteRT failed to run the partition: {_one_line(e)}") from None
 
