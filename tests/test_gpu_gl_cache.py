@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from acelera import Interpreter, load_delegate
+from acelera.backends import cache_store
 from acelera.core.builder import Const, In, Out, single_op_model
 
 from gpu_testing import require_gl  # noqa: E402
@@ -56,13 +57,18 @@ def prepare(cache, token="tok", **extra):
 
 
 def entry(path):
-    with np.load(path) as z:
-        return {k: z[k] for k in z.files}
+    """The arrays of the cache file's one entry (acelera.backends.cache_store's format)."""
+    _, entries = cache_store.read_file(path)
+    (e,) = entries.values()
+    return {k: np.array(v) for k, v in e.arrays.items()}
 
 
 def write(path, arrays):
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
+    """Replace the entry's arrays, keeping its key and constant digest, sealed again (a valid
+    entry whose content no longer builds or loads, not a tampered one: test_cache_trust.py)."""
+    meta, entries = cache_store.read_file(path)
+    ((key, e),) = entries.items()
+    cache_store.write_file(path, meta, {key: cache_store.Entry(e.consts, arrays)})
 
 
 @pytest.fixture

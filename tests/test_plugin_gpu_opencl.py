@@ -292,6 +292,7 @@ def test_partial_delegation_logs_like_tflite(caplog):
 # --- serialization cache ----------------------------------------------------------------------------
 
 def test_serialization_cache(tmp_path, monkeypatch):
+    from acelera.backends import cache_store
     from acelera.backends.gpu.cache import CacheWarning
     cache = tmp_path / "cache"
     model, inputs = FLOAT_CASES["CONV_2D"]
@@ -324,15 +325,14 @@ def test_serialization_cache(tmp_path, monkeypatch):
     assert d.last_prepare == "cache"
     assert not [p for p in cache.iterdir() if p.name.startswith(".tmp")]
     # a program binary the driver refuses (e.g. after a driver update): reported, rebuilt, re-stored
-    with np.load(files[0]) as z:
-        arrays = {k: z[k] for k in z.files}
-    arrays["__binary__"] = np.frombuffer(b"not a program", np.uint8)
-    with open(files[0], "wb") as f:
-        np.savez(f, **arrays)
+    meta, entries = cache_store.read_file(files[0])
+    ((key, e),) = entries.items()
+    e.arrays["__binary__"] = np.frombuffer(b"not a program", np.uint8)
+    cache_store.write_file(files[0], meta, {key: e})  # sealed again: a valid entry, a bad binary
     monkeypatch.setattr(d.dev, "programs", {})
     with pytest.warns(CacheWarning, match="does not load"):
         d, again = prepare()
     assert d.last_prepare == "cache"
     np.testing.assert_array_equal(again, cold)
-    with np.load(files[0]) as z:
-        assert bytes(z["__binary__"]) != b"not a program"
+    ((_, e),) = cache_store.read_file(files[0])[1].items()
+    assert e.arrays["__binary__"].tobytes() != b"not a program"

@@ -134,6 +134,14 @@ class DelegateKernel:
     def invoke(self, *inputs: np.ndarray) -> Sequence[np.ndarray]:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Release now what the kernel holds outside Python's memory (device buffers, programs)
+        instead of whenever it is garbage-collected. Optional: the default does nothing; a
+        kernel holding device resources overrides it (and should also free them from a
+        weakref.finalize when it is dropped unclosed). Interpreter.close() calls it on every
+        delegate kernel of its plan; it may be called more than once, and the kernel is not
+        invoked afterwards."""
+
 
 class Delegate:
     """Base class of delegates. Subclasses set `name`, `op_table` and implement `prepare`."""

@@ -520,6 +520,29 @@ class Interpreter:
             self._ensure_safe()
             self._rt.invoke()
 
+    def close(self) -> None:
+        """Release the delegates' device resources (buffers, programs) now: `close()` on each
+        delegate kernel of the plan that has one. Also `with Interpreter(...) as it:`. Tensor
+        values stay readable; invoke() needs allocate_tensors() again, which prepares new
+        kernels. Kernels of an interpreter dropped unclosed are released by their finalizers."""
+        with self._guard.call("close"):
+            errors = []
+            for rt in self._runtimes.values():
+                rt.allocated = False
+                for kernel in _delegate_kernels(rt.ex.plan):
+                    try:
+                        kernel.close()
+                    except Exception as e:  # noqa: BLE001  (close the others, then report)
+                        errors.append(e)
+            if errors:
+                raise errors[0]
+
+    def __enter__(self) -> Interpreter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def reset_all_variables(self) -> None:
         """Reset every variable (state) tensor to its initial value, and forget resource
         variables, hashtables and CALL_ONCE state (LiteRT keeps resource variables; acelera
@@ -736,6 +759,14 @@ class InterpreterWithCustomOps(Interpreter):
     def __init__(self, custom_op_registerers: Sequence[Any] | None = None, **kwargs: Any):
         self._custom_op_registerers = list(custom_op_registerers or [])
         super().__init__(**kwargs)
+
+
+def _delegate_kernels(plan: Sequence[Any]) -> list[Any]:
+    """The delegate kernels of an execution plan that have a `close()` (DelegateKernel.close)."""
+    from acelera.core.partition import _DelegatedStep
+
+    return [s.fn.kernel for s in plan
+            if isinstance(s.fn, _DelegatedStep) and callable(getattr(s.fn.kernel, "close", None))]
 
 
 def _as_delegate(d: Any) -> Delegate:

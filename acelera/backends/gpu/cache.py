@@ -2,62 +2,48 @@
 delegates (gpu-opencl, gpu-gl).
 
 Like TFLite's GPU delegate (tflite/delegates/serialization.cc), one file per delegated
-partition, `<dir>/<token>_<fingerprint>.bin`, holding what initialization would otherwise
+partition, `<dir>/<token>_<digest>.bin`, holding what initialization would otherwise
 compute: the compiled partition plan (packed weights, tables, launches) and the device's
 program binaries: one (`binary`, gpu-opencl's whole program) and/or several named ones
-(`binaries`, gpu-gl's one linked program per shader). The fingerprint covers the token, the
-partition (node ids, ops, tensor shapes and types, constant contents), the options that change
-the compiled result, the device and driver strings, the kernel source and the plugin version;
-the file also stores that full key and is only used when it matches.
+(`binaries`, gpu-gl's one linked program per shader). The key covers the token, the
+partition (acelera.backends.cache_store.fingerprint: nodes, ops, options, custom options,
+tensor shapes, types and quantization, constant contents), the options that change the
+compiled result, the device and driver strings, the kernel source and the plugin version; the
+file stores that full key and the digest of the partition's constant data and is only used
+when both match.
 
-Files are written to a temporary file (mode 0600) in the directory, flushed and renamed over
-the target; a directory the cache creates is mode 0700. An entry that cannot be read or
-does not match is reported (a CacheWarning) and rebuilt. Entries are numpy archives read with
-allow_pickle=False: nothing in them is executed.
+Files, trust and integrity are acelera.backends.cache_store's (shared with xnnpack-cpu's
+weight cache): a directory others can write, or that belongs to someone else, is not used
+(one CacheWarning, the delegate runs uncached); an entry that is not a regular file of this
+user (a symlink, FIFO, device), is too large, fails its SHA-256, cannot be read or does not
+match is reported (a CacheWarning) and rebuilt.
 """
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import os
 import re
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from acelera.backends.cache_store import (
+    CacheDir,
+    CacheWarning,
+    Entry,
+    EntryError,
+    UnsafeDirectory,
+    UnsafeError,
+    decode,
+    encode,
+    key_digest,
+    key_text,
+)
 from acelera.backends.gpu.plan import Plan
 
-FORMAT = 1
+__all__ = ["CacheEntry", "CacheWarning", "SerializationCache"]
+
 _NAMED = "__bin__"  # prefix of the named binaries' arrays
-
-
-class CacheWarning(UserWarning):
-    """A serialization cache entry could not be used or written; it is rebuilt."""
-
-
-def partition_fingerprint(partition) -> list:
-    """The partition's identity: nodes, ops, tensor shapes/types, constant contents."""
-    h = hashlib.blake2b(digest_size=16)
-    desc = []
-    for n in partition.nodes:
-        ctx = partition.contexts[n]
-        op = ctx.op
-        desc.append([n, op.name, op.version, sorted((k, repr(v)) for k, v in op.options.items()),
-                     bytes(op.custom_options).hex(),
-                     [None if t is None else [t.index, list(t.shape), t.type_name] for t in ctx.inputs],
-                     [[t.index, list(t.shape), t.type_name] for t in ctx.outputs]])
-        for t in ctx.inputs:
-            if t is not None:
-                v = partition.constants.get(t.index, t.data)
-                if v is not None:
-                    h.update(np.ascontiguousarray(v).tobytes())
-                if t.quantization.is_set:
-                    h.update(np.asarray(t.quantization.scale).tobytes())
-                    h.update(np.asarray(t.quantization.zero_point).tobytes())
-    return [desc, list(partition.inputs), list(partition.outputs), h.hexdigest()]
 
 
 @dataclass
@@ -73,72 +59,80 @@ class SerializationCache:
         self.dir = directory
         self.token = token
         self.owner = owner  # the delegate named in warnings
+        self.files = CacheDir(directory)
+        #: why the directory is not used (set, and warned about, once)
+        self.refused: str | None = None
 
     def key(self, parts: dict) -> tuple[str, str]:
         """(canonical key text, file path)."""
-        text = json.dumps({"format": FORMAT, "token": self.token, **parts}, sort_keys=True, default=str)
-        digest = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        text = key_text({"token": self.token, **parts})
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", self.token)[:64] or "token"
-        return text, os.path.join(self.dir, f"{safe}_{digest}.bin")
+        return text, os.path.join(self.dir, f"{safe}_{key_digest(text)[:20]}.bin")
 
-    def load_entry(self, key: str, path: str, stacklevel: int = 3) -> CacheEntry | None:
-        """The entry at `path` made for `key`, or None (a miss, or a bad entry that was reported)."""
+    def _refuse(self, why: str, stacklevel: int) -> None:
+        if self.refused is None:
+            self.refused = why
+            warnings.warn(f"{self.owner}: not using the serialization cache directory {self.dir}: {why}; "
+                          "running without the cache (use a directory only you can write: chmod 700)",
+                          CacheWarning, stacklevel=stacklevel + 1)
+
+    def load_entry(self, key: str, path: str, consts: str = "", stacklevel: int = 3) -> CacheEntry | None:
+        """The entry at `path` made for `key` from constant data with digest `consts`, or None
+        (a miss, an untrusted directory, or a bad entry that was reported)."""
         who = self.owner
+        if self.refused is not None:
+            return None
+
+        def bad(why: str) -> None:
+            warnings.warn(f"{who}: cache entry {path} {why}; rebuilding", CacheWarning, stacklevel=stacklevel + 1)
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except FileNotFoundError:
+            raw = self.files.read(os.path.basename(path))
+        except UnsafeDirectory as e:
+            self._refuse(str(e), stacklevel)
             return None
-        except OSError as e:
-            warnings.warn(f"{who}: cannot read cache entry {path} ({e}); rebuilding", CacheWarning,
-                          stacklevel=stacklevel)
-            return None
-        if not raw:
+        except UnsafeError as e:
+            return bad(f"is refused ({e})")
+        except (OSError, EntryError) as e:
+            return bad(f"cannot be read ({getattr(e, 'strerror', None) or e})")
+        if raw is None:
             return None
         try:
-            with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-            stored_key = bytes(arrays.pop("__key__")).decode()
-            header = bytes(arrays.pop("__plan__")).decode()
-            binary = bytes(arrays.pop("__binary__"))
-            named = {k[len(_NAMED):]: bytes(arrays.pop(k)) for k in list(arrays) if k.startswith(_NAMED)}
-            if stored_key != key:
-                warnings.warn(f"{who}: cache entry {path} was made for another partition, options or "
-                              "device; rebuilding", CacheWarning, stacklevel=stacklevel)
-                return None
+            _, entries = decode(raw)
+            if len(entries) != 1:
+                raise EntryError(f"corrupt ({len(entries)} entries)")
+            (stored_key, e), = entries.items()
+        except EntryError as e:
+            return bad(f"is {e}")
+        if stored_key != key:
+            return bad("was made for another partition, options or device")
+        if e.consts != consts:
+            return bad("was made for other constant data (weights)")
+        try:
+            arrays = dict(e.arrays)
+            header = arrays.pop("__plan__").tobytes().decode()
+            binary = arrays.pop("__binary__").tobytes()
+            named = {k[len(_NAMED):]: arrays.pop(k).tobytes() for k in list(arrays) if k.startswith(_NAMED)}
             return CacheEntry(Plan.from_files(header, arrays), binary, named)
-        except Exception as e:
-            warnings.warn(f"{who}: cache entry {path} is corrupt ({type(e).__name__}: {e}); rebuilding",
-                          CacheWarning, stacklevel=stacklevel)
-            return None
+        except Exception as e:  # noqa: BLE001  (a plan that does not parse is rebuilt)
+            return bad(f"is corrupt ({type(e).__name__}: {e})")
 
     def store(self, key: str, path: str, plan: Plan, binary: bytes = b"",
-              binaries: dict[str, bytes] | None = None) -> bool:
+              binaries: dict[str, bytes] | None = None, consts: str = "") -> bool:
         """Write the entry atomically; False (and a CacheWarning) when it cannot be written."""
+        if self.refused is not None:
+            return False
         header, arrays = plan.to_files()
         arrays = dict(arrays)
-        arrays["__key__"] = np.frombuffer(key.encode(), np.uint8)
         arrays["__plan__"] = np.frombuffer(header.encode(), np.uint8)
         arrays["__binary__"] = np.frombuffer(binary, np.uint8)
         for name, blob in (binaries or {}).items():
             arrays[_NAMED + name] = np.frombuffer(blob, np.uint8)
-        tmp = None
         try:
-            if not os.path.isdir(self.dir):
-                os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.dir)  # mode 0600
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
+            self.files.write(os.path.basename(path), encode({"delegate": self.owner}, {key: Entry(consts, arrays)}))
             return True
-        except OSError as e:
-            warnings.warn(f"{self.owner}: cannot write cache entry {path} ({e})", CacheWarning, stacklevel=3)
-            if tmp is not None and os.path.exists(tmp):
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-            return False
+        except UnsafeDirectory as e:
+            self._refuse(str(e), 2)
+        except (OSError, EntryError) as e:
+            warnings.warn(f"{self.owner}: cannot write cache entry {path} ({getattr(e, 'strerror', None) or e})",
+                          CacheWarning, stacklevel=3)
+        return False

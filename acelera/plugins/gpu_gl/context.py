@@ -11,6 +11,7 @@ or from a stored program binary (binaries.py) when the serialization cache has o
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
 import hashlib
 import threading
@@ -43,6 +44,8 @@ class GLDevice:
         self.binary_note = ""
         self._digest = ""
         self._identity: dict = {}
+        #: work posted by finalizers (post), run on the GL thread before the next call
+        self._posted: collections.deque = collections.deque()
         self.call(self._open)
 
     def _open(self) -> None:
@@ -73,11 +76,28 @@ class GLDevice:
     def call(self, fn, *args, **kw):
         if threading.current_thread() is self._thread:
             return fn(*args, **kw)
-        fut = self._pool.submit(fn, *args, **kw)
+        fut = self._pool.submit(self._task, fn, args, kw)
         try:
             return fut.result(timeout=CALL_TIMEOUT_S)
         except cf.TimeoutError:
             raise GLError(f"gpu-gl: a GL call did not finish within {CALL_TIMEOUT_S:.0f} s") from None
+
+    def post(self, fn) -> None:
+        """Have `fn` run on the GL thread before the next GL call, without waiting. For
+        finalizers: the garbage collector may run them on any thread, inside any call, even
+        one holding the pool's own lock, so this takes no lock (a deque append)."""
+        self._posted.append(fn)
+
+    def _run_posted(self) -> None:
+        while self._posted:
+            try:
+                self._posted.popleft()()
+            except Exception:  # noqa: BLE001  (freeing a dropped kernel's objects never fails a call)
+                pass
+
+    def _task(self, fn, args, kw):
+        self._run_posted()
+        return fn(*args, **kw)
 
     def identity(self) -> dict:
         """The device and driver strings (read on the GL thread when the context was made)."""

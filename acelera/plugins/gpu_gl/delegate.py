@@ -5,8 +5,9 @@ partition round are the shared `acelera.backends.gpu.delegate.GpuDelegate`'s; pr
 partition with the backend-neutral compiler into a Plan and runs it with GL compute shaders.
 
 With `--delegate_serialize_dir` and `--delegate_serialize_token` both set, prepare uses the
-shared serialization cache (`acelera.backends.gpu.cache`): one entry per partition holding the compiled
-plan and the linked program binary of every shader the plan runs (binaries.py). Where the
+shared serialization cache (`acelera.backends.gpu.cache`, files and trust rules of
+`acelera.backends.cache_store`): one entry per partition holding the compiled plan and the
+linked program binary of every shader the plan runs (binaries.py). Where the
 driver offers no program binary format the entry holds only the plan (logged once;
 `last_prepare` is then "cache-plan" on a hit). A stored binary the driver refuses is
 reported (CacheWarning), its shader compiled from source, and the entry written again.
@@ -16,7 +17,8 @@ from __future__ import annotations
 import logging
 import warnings
 
-from acelera.backends.gpu.cache import CacheEntry, CacheWarning, SerializationCache, partition_fingerprint
+from acelera.backends.cache_store import Fingerprint, fingerprint
+from acelera.backends.gpu.cache import CacheEntry, CacheWarning, SerializationCache
 from acelera.backends.gpu.compiler import compile_partition
 from acelera.backends.gpu.delegate import GpuDelegate
 from acelera.core.delegate import Partition
@@ -44,13 +46,14 @@ class GpuGLDelegate(GpuDelegate):
 
     def prepare(self, partition: Partition) -> GLKernel:
         self._log_for(partition)
-        key = path = None
+        key = path = fp = None
         if self.cache is not None:
-            key, path = self.cache.key(self._key_parts(partition))
-            entry = self.cache.load_entry(key, path)
+            fp = fingerprint(partition)
+            key, path = self.cache.key(self._key_parts(fp))
+            entry = self.cache.load_entry(key, path, fp.consts)
             if entry is not None:
                 try:
-                    return self._from_cache(partition, entry, key, path)
+                    return self._from_cache(partition, entry, key, path, fp.consts)
                 except Exception as e:  # noqa: BLE001  (an entry that parsed but does not build)
                     warnings.warn(f"gpu-gl: cache entry {path} cannot be used ({type(e).__name__}: {e}); "
                                   "rebuilding", CacheWarning, stacklevel=2)
@@ -58,10 +61,10 @@ class GpuGLDelegate(GpuDelegate):
         kernel = GLKernel(partition, plan, self.dev)
         self.last_prepare = COMPILED
         if self.cache is not None:
-            self._store(kernel, key, path)
+            self._store(kernel, key, path, fp.consts)
         return kernel
 
-    def _from_cache(self, partition: Partition, entry: CacheEntry, key: str, path: str) -> GLKernel:
+    def _from_cache(self, partition: Partition, entry: CacheEntry, key: str, path: str, consts: str) -> GLKernel:
         plan = entry.plan
         names = sorted({l.kernel for l in plan.launches})
         refused = self.dev.call(self.dev.load_programs, plan.half,
@@ -72,20 +75,21 @@ class GpuGLDelegate(GpuDelegate):
         if refused:
             warnings.warn(f"gpu-gl: the program binaries of {', '.join(refused)} in {path} do not load on "
                           f"{self.dev.label}; rebuilt from source", CacheWarning, stacklevel=3)
-            self._store(kernel, key, path)
+            self._store(kernel, key, path, consts)
         log.info("gpu-gl: initialized the partition from serialized data %s (%s)", path,
                  "plan and program binaries" if self.last_prepare == CACHE else "plan only")
         return kernel
 
-    def _store(self, kernel: GLKernel, key: str, path: str) -> None:
+    def _store(self, kernel: GLKernel, key: str, path: str, consts: str) -> None:
         names = sorted({l.kernel for l in kernel.plan.launches})
         blobs = self.dev.call(self.dev.program_binaries, names, kernel.plan.half) if self.dev.binary_formats else {}
-        self.cache.store(key, path, kernel.plan, binaries=blobs)
+        self.cache.store(key, path, kernel.plan, binaries=blobs, consts=consts)
 
-    def _key_parts(self, partition: Partition) -> dict:
+    def _key_parts(self, fp: Fingerprint) -> dict:
         return {
             "backend": self.name,
-            "partition": partition_fingerprint(partition),
+            "partition": fp.ident,
+            "consts": fp.consts,
             "options": {"half": self.half, "quant": self.enable_quant},
             "device": self.dev.identity(),
             "binary_formats": list(self.dev.binary_formats),

@@ -8,7 +8,8 @@ import warnings
 
 import numpy as np
 
-from acelera.backends.gpu.cache import CacheWarning, SerializationCache, partition_fingerprint
+from acelera.backends.cache_store import Fingerprint, fingerprint
+from acelera.backends.gpu.cache import CacheWarning, SerializationCache
 from acelera.backends.gpu.compiler import compile_partition
 from acelera.backends.gpu.delegate import GpuDelegate
 from acelera.backends.gpu.kernels.opencl import program_source
@@ -32,10 +33,12 @@ class GpuOpenCLDelegate(GpuDelegate):
     # --- prepare ---------------------------------------------------------------------------
     def prepare(self, partition: Partition) -> OpenCLKernel:
         self._log_for(partition)
-        key = path = None
+        key = path = consts = None
         if self.cache is not None:
-            key, path = self.cache.key(self._key_parts(partition))
-            hit = self.cache.load_entry(key, path)
+            fp = fingerprint(partition)
+            consts = fp.consts
+            key, path = self.cache.key(self._key_parts(fp))
+            hit = self.cache.load_entry(key, path, consts)
             if hit is not None:
                 plan = hit.plan
                 program, how = build_program(self.dev, plan.half, hit.binary)
@@ -44,26 +47,29 @@ class GpuOpenCLDelegate(GpuDelegate):
                 if how == "source":  # the driver refused the stored binary: report, store a new one
                     warnings.warn(f"gpu-opencl: the program binary in {path} does not load on "
                                   f"{self.dev.label}; rebuilt from source", CacheWarning, stacklevel=2)
-                    self._store(kernel, partition, plan, key, path)
+                    self._store(kernel, partition, plan, key, path, consts)
                 return kernel
         plan = compile_partition(partition, self.half)
         program, _ = build_program(self.dev, self.half)
         kernel = OpenCLKernel(partition, plan, self.dev, program)
         self.last_prepare = "compiled"
         if self.cache is not None:
-            self._store(kernel, partition, plan, key, path)
+            self._store(kernel, partition, plan, key, path, consts)
         return kernel
 
-    def _store(self, kernel, partition, plan, key, path) -> None:
+    def _store(self, kernel, partition, plan, key, path, consts) -> None:
+        if self.cache.refused is not None:  # an untrusted directory: running uncached
+            return
         # one run first, so drivers that compile kernels lazily (PoCL) have them in the binary
         with np.errstate(all="ignore"):
             kernel.invoke(*[np.zeros(t.shape, t.dtype) for t in _input_tensors(partition)])
         program = self.dev.programs[("program", plan.half)]
-        self.cache.store(key, path, plan, program_binary(program))
+        self.cache.store(key, path, plan, program_binary(program), consts=consts)
 
-    def _key_parts(self, partition: Partition) -> dict:
+    def _key_parts(self, fp: Fingerprint) -> dict:
         return {
-            "partition": partition_fingerprint(partition),
+            "partition": fp.ident,
+            "consts": fp.consts,
             "options": {"half": self.half, "quant": self.enable_quant},
             "device": self.dev.identity(),
             "source": hashlib.sha256(program_source().encode()).hexdigest(),

@@ -58,6 +58,7 @@ class OpenCLKernel(BoundaryMixin, DelegateKernel):
         ctx = dev.context
         mf = cl.mem_flags
         self._init_boundary(plan)
+        self.closed = False
         self.buffers = {}
         for b in plan.buffers.values():
             if b.data is not None:
@@ -87,6 +88,9 @@ class OpenCLKernel(BoundaryMixin, DelegateKernel):
         dev.queue.finish()
 
     def invoke(self, *inputs: np.ndarray):
+        if self.closed:
+            raise RuntimeError("gpu-opencl: invoke on a closed kernel (Interpreter.close()): "
+                               "call allocate_tensors() again")
         cl = self.dev.cl
         q = self.dev.queue
         with self.dev.lock:
@@ -103,7 +107,13 @@ class OpenCLKernel(BoundaryMixin, DelegateKernel):
                 outs.append(self._from_device(port, lay, host))
         return tuple(outs)
 
-    def release(self) -> None:
-        for b in self.buffers.values():
-            b.release()
-        self.buffers = {}
+    def close(self) -> None:
+        """Release this kernel's device buffers now (pyopencl also frees them when the kernel is
+        garbage-collected: a dropped interpreter leaks nothing); idempotent."""
+        self.closed = True
+        with self.dev.lock:
+            for b in list(self.buffers.values()) + [pbuf for *_, pbuf in self.launches]:
+                b.release()
+            self.buffers, self.launches = {}, []
+
+    release = close

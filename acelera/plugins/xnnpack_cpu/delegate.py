@@ -8,7 +8,7 @@ from acelera.core.delegate import Delegate, DelegateKernel, Partition
 from acelera.plugins.xnnpack_cpu import jit
 from acelera.plugins.xnnpack_cpu.optable import TABLE
 from acelera.plugins.xnnpack_cpu.program import CompiledPartition
-from acelera.plugins.xnnpack_cpu.weight_cache import WeightCache, fingerprint
+from acelera.plugins.xnnpack_cpu.weight_cache import WeightCache, cache_key
 
 VERSION = "0.1.0"
 LAYOUT = "1"  # bump when a packed layout changes: old cache files become stale
@@ -46,13 +46,13 @@ class XnnpackDelegate(Delegate):
 
     def _cached(self, partition: Partition):
         """packed(compute): the partition's packed weights from the weight cache file."""
-        from acelera.plugins.xnnpack_cpu.compiler import Graph
+        from acelera.backends.cache_store import fingerprint
 
         wc = self.weight_cache
 
         def packed(compute):
-            key = fingerprint(partition, Graph.of(partition).consts, f"{LAYOUT}|fp16={self.force_fp16}")
-            return wc.packed(key, compute)
+            fp = fingerprint(partition)
+            return wc.packed(cache_key(fp, f"{LAYOUT}|fp16={self.force_fp16}"), compute, fp.consts)
         return packed
 
     def describe(self) -> str:

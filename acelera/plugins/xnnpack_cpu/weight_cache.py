@@ -1,119 +1,56 @@
 """--xnnpack_weight_cache_file_path: packed weights persisted between runs.
 
-One file holds the packed constants of a model's partitions, each entry keyed by a fingerprint
-of the partition (its ops, options, shapes and constant bytes) and the plugin and layout
-versions. As with XNNPACK, a cache file belongs to one model: a file whose entries do not
-match is stale. A stale, truncated or corrupt file is reported with a WeightCacheWarning and
-rebuilt. Writes are atomic (temporary file in the same directory, fsync, rename) and the file
-is private to the user (mode 0600).
+One file holds the packed constants of a model's partitions, each entry keyed by the shared
+partition fingerprint (acelera.backends.cache_store.fingerprint: ops, versions, options,
+custom options, tensor shapes, types and quantization, constant bytes; the same one the GPU
+serialization cache uses) with the layout version and fp16 mode, and storing the digest of
+the partition's constant data. As with XNNPACK, a cache file belongs to one model: a file
+whose entries do not match is stale. A stale, truncated, corrupt or refused file is reported
+with a WeightCacheWarning and rebuilt.
 
-Layout: MAGIC | u64 header length | JSON header | payload (64-byte aligned arrays) | SHA-256
-of everything before it.
+The file format and the trust rules are cache_store's: a cache file in a directory others can
+write (or that belongs to someone else) is not used at all (one warning; the delegate packs
+its weights as without a cache); a symlink, FIFO, device, someone else's file or one over
+the size cap is refused without being read; the file's SHA-256 is checked before use. Writes
+are atomic (temporary file in the same directory, fsync, rename) and the file is private to
+the user (mode 0600).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import struct
-import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-MAGIC = b"ACXNNWC\x01"
-FORMAT = 1
-ALIGN = 64
+from acelera.backends.cache_store import (
+    CacheDir,
+    CacheWarning,
+    Entry,
+    EntryError,
+    Fingerprint,
+    UnsafeDirectory,
+    UnsafeError,
+    decode,
+    encode,
+    key_digest,
+    key_text,
+)
+
+DELEGATE = "xnnpack-cpu"
+#: kept for callers of the former module: a damaged file
+CacheFileError = EntryError
 
 
-class WeightCacheWarning(UserWarning):
-    """The weight cache file could not be used as it was and is being rebuilt."""
+class WeightCacheWarning(CacheWarning):
+    """The weight cache file could not be used as it was and is being rebuilt (or, in an
+    untrusted directory, is not used)."""
 
 
-class CacheFileError(Exception):
-    pass
-
-
-def fingerprint(partition, consts: dict, extra: str) -> str:
-    """A stable key for the packed weights of a partition."""
-    h = hashlib.blake2b(digest_size=20)
-    h.update(extra.encode())
-    for n in partition.nodes:
-        ctx = partition.contexts[n]
-        h.update(f"|{ctx.op.name}:{ctx.op.version}:{sorted((k, repr(v)) for k, v in ctx.options.items())}".encode())
-        for t in list(ctx.inputs) + list(ctx.outputs):
-            if t is None:
-                h.update(b"-")
-                continue
-            h.update(f"{t.type_name}{tuple(t.shape)}".encode())
-            v = consts.get(t.index)
-            if v is not None:
-                a = np.ascontiguousarray(v)
-                h.update(str(a.dtype).encode())
-                h.update(memoryview(a).cast("B"))
-    return h.hexdigest()
-
-
-def _encode(entries: dict[str, dict[str, np.ndarray]], meta: dict) -> bytes:
-    index, chunks, off = {}, [], 0
-    for key, arrays in entries.items():
-        rows = []
-        for name, a in arrays.items():
-            a = np.ascontiguousarray(a)
-            pad = (-off) % ALIGN
-            if pad:
-                chunks.append(b"\0" * pad)
-                off += pad
-            raw = a.tobytes()
-            rows.append([name, a.dtype.str, list(a.shape), off, len(raw)])
-            chunks.append(raw)
-            off += len(raw)
-        index[key] = rows
-    header = json.dumps({**meta, "format": FORMAT, "payload_bytes": off, "entries": index},
-                        separators=(",", ":")).encode()
-    body = MAGIC + struct.pack("<Q", len(header)) + header + b"".join(chunks)
-    return body + hashlib.sha256(body).digest()
-
-
-def _decode(data: bytearray) -> tuple[dict, dict[str, dict[str, np.ndarray]]]:
-    if len(data) < len(MAGIC) + 8 + 32:
-        raise CacheFileError(f"truncated ({len(data)} bytes)")
-    if bytes(data[:len(MAGIC)]) != MAGIC:
-        raise CacheFileError("corrupt (not an acelera xnnpack weight cache)")
-    (hlen,) = struct.unpack_from("<Q", data, len(MAGIC))
-    start = len(MAGIC) + 8
-    if start + hlen + 32 > len(data):
-        raise CacheFileError(f"truncated (header of {hlen} bytes, file of {len(data)})")
-    try:
-        header = json.loads(bytes(data[start:start + hlen]))
-        payload = int(header["payload_bytes"])
-        entries = header["entries"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise CacheFileError(f"corrupt (unreadable header: {type(e).__name__})") from None
-    end = start + hlen + payload
-    if end + 32 > len(data):
-        raise CacheFileError(f"truncated ({len(data)} of {end + 32} bytes)")
-    if end + 32 < len(data):
-        raise CacheFileError(f"corrupt ({len(data) - end - 32} unexpected trailing bytes)")
-    if hashlib.sha256(memoryview(data)[:end]).digest() != bytes(data[end:end + 32]):
-        raise CacheFileError("corrupt (checksum mismatch)")
-    base = start + hlen
-    out: dict[str, dict[str, np.ndarray]] = {}
-    try:
-        for key, rows in entries.items():
-            arrays = {}
-            for name, dt, shape, off, nb in rows:
-                dt = np.dtype(dt)
-                count = int(np.prod(shape, dtype=np.int64))
-                if count * dt.itemsize != nb or off < 0 or off + nb > payload:
-                    raise CacheFileError(f"corrupt (entry {name} out of bounds)")
-                arrays[name] = np.frombuffer(data, dt, count, base + off).reshape(shape)
-            out[key] = arrays
-    except (ValueError, TypeError) as e:
-        raise CacheFileError(f"corrupt (bad entry: {type(e).__name__})") from None
-    return header, out
+def cache_key(fp: Fingerprint, extra: str) -> str:
+    """The key of a partition's packed weights: its fingerprint plus `extra` (layout, modes)."""
+    return key_digest(key_text({"delegate": DELEGATE, "partition": fp.ident, "consts": fp.consts, "extra": extra}))
 
 
 class WeightCache:
@@ -122,45 +59,63 @@ class WeightCache:
     def __init__(self, path: str | os.PathLike, version: str):
         self.path = Path(path)
         self.version = version
-        self.entries: dict[str, dict[str, np.ndarray]] | None = None
+        self.files = CacheDir(self.path.parent, create=False)
+        self.entries: dict[str, Entry] | None = None
         self.owned = False  # the file now holds what this instance wrote
+        #: why the file's directory is not used (warned once); the weights are packed uncached
+        self.refused: str | None = None
         self.hits = self.misses = 0
 
     def warn(self, why: str) -> None:
         warnings.warn(f"xnnpack weight cache {self.path}: {why}; rebuilding it", WeightCacheWarning, stacklevel=4)
 
+    def _refuse(self, why: str) -> None:
+        self.refused = why
+        warnings.warn(f"xnnpack weight cache {self.path}: not used, its directory {self.files.path}: {why}; "
+                      "continuing without it (keep the cache file in a directory only you can write: chmod 700)",
+                      WeightCacheWarning, stacklevel=4)
+
     def _load(self) -> None:
         if self.entries is not None:
             return
         self.entries = {}
+        self.owned = True  # unless a valid file of this version is read below
         try:
-            data = bytearray(self.path.read_bytes())
-        except FileNotFoundError:
-            self.owned = True  # nothing to be stale against
+            data = self.files.read(self.path.name)
+        except UnsafeDirectory as e:
+            self._refuse(str(e))
             return
-        except OSError as e:
-            self.warn(f"cannot be read ({e.strerror or e})")
-            self.owned = True
+        except UnsafeError as e:
+            self.warn(f"refused ({e})")
             return
+        except (OSError, EntryError) as e:
+            self.warn(f"cannot be read ({getattr(e, 'strerror', None) or e})")
+            return
+        if data is None:
+            return  # nothing to be stale against
         try:
-            header, entries = _decode(data)
-        except CacheFileError as e:
+            meta, entries = decode(data)
+        except EntryError as e:
             self.warn(str(e))
-            self.owned = True
             return
-        if header.get("plugin") != self.version:
-            self.warn(f"stale (written by xnnpack-cpu {header.get('plugin')}, this is {self.version})")
-            self.owned = True
+        if meta.get("delegate") != DELEGATE or meta.get("plugin") != self.version:
+            self.warn(f"stale (written by {meta.get('delegate') or 'another program'} {meta.get('plugin')}, "
+                      f"this is {DELEGATE} {self.version})")
             return
         self.entries = entries
+        self.owned = False
 
-    def packed(self, key: str, compute: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-        """The packed arrays for `key`, from the file when it has them, else computed and saved."""
+    def packed(self, key: str, compute: Callable[[], dict[str, np.ndarray]], consts: str = "") -> dict[str, np.ndarray]:
+        """The packed arrays for `key` (made from constant data with digest `consts`), from the
+        file when it has them, else computed and saved."""
         self._load()
+        if self.refused is not None:
+            self.misses += 1
+            return compute()
         got = self.entries.get(key)
-        if got is not None:
+        if got is not None and got.consts == consts:
             self.hits += 1
-            return got
+            return got.arrays
         self.misses += 1
         if not self.owned:
             if self.entries:
@@ -168,36 +123,15 @@ class WeightCache:
             self.entries = {}
             self.owned = True
         value = compute()
-        self.entries[key] = value
+        self.entries[key] = Entry(consts, value)
         try:
             self.write()
-        except OSError as e:
-            warnings.warn(f"xnnpack weight cache {self.path}: cannot be written ({e.strerror or e}); "
+        except UnsafeDirectory as e:
+            self._refuse(str(e))
+        except (OSError, EntryError) as e:
+            warnings.warn(f"xnnpack weight cache {self.path}: cannot be written ({getattr(e, 'strerror', None) or e}); "
                           f"continuing without it", WeightCacheWarning, stacklevel=3)
         return value
 
     def write(self) -> None:
-        data = _encode(self.entries or {}, {"plugin": self.version})
-        directory = self.path.parent if str(self.path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        try:  # make the rename durable
-            dfd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass
+        self.files.write(self.path.name, encode({"delegate": DELEGATE, "plugin": self.version}, self.entries or {}))
