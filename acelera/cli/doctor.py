@@ -30,6 +30,13 @@ def _run(model: bytes, x: np.ndarray, delegates) -> tuple[np.ndarray, Interprete
     return it.get_tensor(it.get_output_details()[0]["index"]), it
 
 
+def _status(text: str):
+    """A spinner on stderr while a step runs (a terminal only; nothing in logs)."""
+    from rich.console import Console
+
+    return Console(stderr=True).status(text)
+
+
 def first_party(registry: Registry, name: str) -> bool:
     """Whether acelera itself ships the plugin that declares delegate `name`."""
     plugin = registry.plugin_of(name)
@@ -73,7 +80,8 @@ def run_doctor(registry: Registry, log=print, strict: bool = False) -> int:
         model, x, want, n = cases[kind]
         label = "tiny_cnn" if kind == "float32" else "tiny_cnn (int8)"
         try:
-            got, it = _run(model, x, [registry.create(spec.name)])
+            with _status(f"doctor: running {label} on {spec.name}"):
+                got, it = _run(model, x, [registry.create(spec.name)])
             err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
             took = len(it.delegation.nodes_of(spec.name))
             limit = 1.0 if kind == "full-integer" else TOLERANCE.get(spec.backend, 1e-3)

@@ -537,7 +537,10 @@ def run(registry: Any, parsed: Any, log: Callable[[str], Any] = print, *, seed: 
     if threads < -1:
         raise InferenceDiffError(f"--num_interpreter_threads must be >= -1, got {threads}")
     delegates = build_delegates(registry, parsed, threads)
-    result = diff(model_file, delegates, num_runs=num_runs, num_threads=threads, seed=seed)
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"inference-diff: {num_runs} runs of test and reference"):
+        result = diff(model_file, delegates, num_runs=num_runs, num_threads=threads, seed=seed)
     for line in format_lines(result):
         log(line)
     out = _get(parsed, "output_file_path")
