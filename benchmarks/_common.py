@@ -58,7 +58,8 @@ def timed_cached_init(delegate: str, path: str, cache_dir: str) -> tuple[object,
     time Interpreter + allocate_tensors ("init") and the first invoke; for fresh-process init
     benchmarks. Returns the delegate and the timings (with its last_prepare as "how")."""
     from acelera import load_delegate
-    from acelera.core.interpreter import Interpreter, OpResolverType as Resolver
+    from acelera.core.interpreter import Interpreter
+    from acelera.core.interpreter import OpResolverType as Resolver
 
     t0 = time.perf_counter()
     d = load_delegate(delegate, {"delegate_serialize_dir": cache_dir, "delegate_serialize_token": Path(path).stem})

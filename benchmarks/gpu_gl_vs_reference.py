@@ -75,7 +75,7 @@ def init_times(names) -> None:
             def run(cache: str, drv: str) -> dict:
                 env = dict(os.environ, MESA_SHADER_CACHE_DIR=drv, __GL_SHADER_DISK_CACHE_PATH=drv)
                 os.makedirs(drv, exist_ok=True)
-                out = subprocess.run([sys.executable, __file__, "--child", path, cache], env=env,
+                out = subprocess.run([sys.executable, __file__, "--child", path, cache], env=env,  # noqa: B023  (run at once)
                                      capture_output=True, text=True, check=True)
                 return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -29,11 +29,12 @@ FLOAT_MODELS = ["face_detection_short_range", "face_landmark", "hand_recrop", "s
 
 def litert_gap(path: Path, runs: int) -> float:
     """avg |LiteRT optimized kernels - acelera reference| with inference_diff's inputs."""
-    from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
 
+    from acelera.conformance.inference_diff import DEFAULT_SEED, random_inputs
     from acelera.core.interpreter import Interpreter
     from acelera.core.interpreter import OpResolverType as Resolver
-    from acelera.conformance.inference_diff import DEFAULT_SEED, random_inputs
 
     ref = Interpreter(model_path=str(path), experimental_op_resolver_type=Resolver.BUILTIN_REF)
     ref.allocate_tensors()
@@ -60,8 +61,8 @@ def litert_gap(path: Path, runs: int) -> float:
 
 def main() -> int:
     from acelera import load_delegate
-    from acelera.conformance.inference_diff import diff
     from acelera.backends.gpu.half_floor import HalfStorageDelegate
+    from acelera.conformance.inference_diff import diff
     from acelera.registrar.registry import get_registry
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

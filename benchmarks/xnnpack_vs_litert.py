@@ -125,7 +125,7 @@ def main() -> int:
                 inits.append((path.stem, cold, warm, size))
                 print(f"{path.stem:42} {cold:16.3f} {warm:18.3f} {size:9.2f}", flush=True)
     if args.markdown:
-        print("\n| model | threads | LiteRT (XNNPACK) us | xnnpack-cpu us | ratio | acelera reference us | speed-up vs reference |")
+        print("\n| model | threads | LiteRT (XNNPACK) us | xnnpack-cpu us | ratio | acelera reference us | speed-up vs reference |")  # noqa: E501
         print("|---|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             print(f"| {r['model']} | {r['threads']} | {r['litert']:.0f} | {r['xnn']:.0f} | {r['ratio']:.2f} | "

@@ -7,10 +7,10 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+from gpu_testing import run_pair
 
 from acelera import load_delegate
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from gpu_testing import run_pair
 
 F32 = np.float32
 

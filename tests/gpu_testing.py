@@ -3,9 +3,9 @@ models. The guards skip the calling test module, or fail it under CI=true (tests
 from __future__ import annotations
 
 import numpy as np
+from needs import require, require_module
 
 from acelera.core.builder import Const, In, Out, single_op_model
-from needs import require, require_module
 
 RNG = np.random.default_rng(4321)
 

@@ -7,8 +7,17 @@ import pytest
 
 from acelera import AceleraError, Interpreter, OpResolverType
 from acelera.cli.benchmark_engine import (
-    BENCHMARK_FLAGS, BenchmarkParamError, BenchmarkParams, BenchmarkResult, Stat, StatsCalculator,
-    fmt_g, format_stat, percentile, run_benchmark, split_name_and_value_file,
+    BENCHMARK_FLAGS,
+    BenchmarkParamError,
+    BenchmarkParams,
+    BenchmarkResult,
+    Stat,
+    StatsCalculator,
+    fmt_g,
+    format_stat,
+    percentile,
+    run_benchmark,
+    split_name_and_value_file,
 )
 from acelera.core.builder import In, ModelBuilder, Out, single_op_model
 from acelera.core.delegate import Delegate, Support

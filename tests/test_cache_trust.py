@@ -25,6 +25,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from needs import require
 
 from acelera import Interpreter, load_delegate
 from acelera.backends import cache_store
@@ -36,7 +37,6 @@ from acelera.core.interpreter import OpResolverType
 from acelera.core.kernels.registry import NodeContext
 from acelera.core.model import load_model
 from acelera.samples import tiny_cnn
-from needs import require
 
 RNG = np.random.default_rng(2024)
 X = RNG.uniform(-1, 1, (1, 6, 7, 5)).astype(np.float32)

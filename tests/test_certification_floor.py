@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from plugin_helpers import EP
 
 from acelera.conformance import report, suite
 from acelera.conformance.cases import classify_model
@@ -13,7 +14,7 @@ from acelera.conformance.float64 import Float64Reference
 from acelera.conformance.floor import measure
 from acelera.conformance.inference_diff import diff, format_lines
 from acelera.conformance.input_bounds import index_bounds
-from acelera.conformance.tolerances import Tolerances, ToleranceError
+from acelera.conformance.tolerances import ToleranceError, Tolerances
 from acelera.core.builder import ModelBuilder
 from acelera.core.delegate import Delegate, DelegateKernel, OpSupport, OpTable, Support
 from acelera.core.interpreter import Interpreter, OpResolverType
@@ -21,7 +22,6 @@ from acelera.core.model import load_model
 from acelera.registrar import hookimpl
 from acelera.registrar.registry import Registry
 from acelera.registrar.spec import DelegateSpec
-from plugin_helpers import EP
 
 ZOO = Path(__file__).parent / "models" / "zoo"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "models"

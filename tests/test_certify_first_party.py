@@ -1,9 +1,9 @@
 """Every first-party plugin that is available here is certified by the conformance suite (CI)."""
 import pytest
+from needs import require
 
 from acelera.conformance.suite import certify
 from acelera.registrar.registry import get_registry
-from needs import require
 
 FIRST_PARTY = ["xnnpack-cpu", "gpu-opencl", "gpu-gl", "nnapi", "hexagon", "coreml"]
 

@@ -9,9 +9,9 @@ import sys
 import types
 from pathlib import Path
 
+import needs
 import pytest
 
-import needs
 from acelera.cli.doctor import first_party, run_doctor
 from acelera.core.delegate import OpSupport, OpTable, Support
 from acelera.registrar import hookimpl

@@ -80,6 +80,7 @@ def test_bad_flag_value(capsys, model):
 
 def test_unavailable_delegate_is_clear(capsys, model):
     from plugin_helpers import EP, plugin
+
     from acelera.registrar.registry import Registry
     reg = Registry([EP("npu", plugin("npu", available=False))])
     code = main(["benchmark", f"--graph={model}", "--use_npu", "--num_runs=1"], registry=reg)

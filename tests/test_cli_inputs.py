@@ -14,12 +14,16 @@ import pytest
 import typer
 
 from acelera.cli.app import benchmark_flags, build_app, main, parse_shard
-from acelera.cli.benchmark_engine import (BENCHMARK_RANGES, BenchmarkParamError, BenchmarkParams, BenchmarkRangeError,
-                                          validate_params)
+from acelera.cli.benchmark_engine import (
+    BENCHMARK_RANGES,
+    BenchmarkParamError,
+    BenchmarkParams,
+    BenchmarkRangeError,
+    validate_params,
+)
 from acelera.cli.options import TOOL_RANGES, ranged
 from acelera.core.errors import ModelError
-from acelera.core.files import (CONFIG_MAX_BYTES, FileError, check_model_path, read_regular_file,
-                                write_text_file)
+from acelera.core.files import CONFIG_MAX_BYTES, FileError, check_model_path, read_regular_file, write_text_file
 from acelera.registrar.config import ConfigError, read_table
 from acelera.registrar.flags import Flag, FlagValueError
 from acelera.registrar.registry import get_registry
@@ -156,7 +160,8 @@ def test_svg_still_written(capsys, tmp_path, model):
     target = tmp_path / "g.svg"
     target.write_text("old and longer than nothing" * 1000)
     code, out, _ = run_cli(capsys, "analyze", model, "--svg", target)
-    assert code == 0 and target.read_text().startswith("<svg") and target.read_text().endswith("</svg>")
+    text = target.read_text()
+    assert code == 0 and "<svg" in text and text.rstrip().endswith("</svg>")
 
 
 @pytest.mark.parametrize("line, reason", [
@@ -319,6 +324,7 @@ def test_unbounded_flags_are_int32_or_finite():
 
 def test_a_plugin_flag_default_outside_its_range_breaks_the_plugin():
     from plugin_helpers import EP, plugin
+
     from acelera.registrar.registry import Registry
     bad = Flag("bad_level", int, 7, "", "bad", minimum=0, maximum=3)
     reg = Registry([EP("bad", plugin("bad", flags=(bad,)))])

@@ -14,8 +14,7 @@ import pytest
 from acelera import samples
 from acelera.conformance import cases as C
 from acelera.conformance import report, suite
-from acelera.conformance.tolerances import (Tolerance, ToleranceError, Tolerances, compare,
-                                            resolve_precision)
+from acelera.conformance.tolerances import Tolerance, ToleranceError, Tolerances, compare, resolve_precision
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.delegate import OpSupport
 from acelera.core.model import load_model
@@ -64,7 +63,8 @@ def test_example_delegate_certifies_pass(example_cert):
     kinds = {c.kind for c in cert.cases}
     assert kinds == {"op", "negative", "model", "behaviour"}
     assert {c.id for c in cert.cases if c.kind == "behaviour"} == {
-        "behaviour/repeat", "behaviour/resize", "behaviour/prepare-failure", "behaviour/multi-delegate"}
+        "behaviour/repeat", "behaviour/resize", "behaviour/prepare-failure", "behaviour/multi-delegate",
+        "behaviour/nan-inf"}
     assert all(c.status == "pass" for c in cert.cases if c.kind == "behaviour")
     # every declared (op, version) appears, and just outside the declaration is refused
     assert {"neg/ADD/v3/FLOAT32/version", "neg/CONV_2D/v2/FLOAT32/version", "neg/RELU/v1/INT8/dtype"} <= {

@@ -184,8 +184,9 @@ def test_strings_round_trip_through_gather():
 def test_delegated_partition_falls_back_when_shapes_change(delegate):
     import warnings
 
-    from acelera import load_delegate
     from cf_models import runtime_reshape_model
+
+    from acelera import load_delegate
 
     it = Interpreter(model_content=runtime_reshape_model(), experimental_delegates=[load_delegate(delegate)])
     it.allocate_tensors()

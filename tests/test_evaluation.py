@@ -7,13 +7,15 @@ import types
 import flatbuffers
 import numpy as np
 import pytest
+from flatbuffers import flexbuffers
+from needs import require_module
+from oracle import run_litert
 
 from acelera.core.builder import In, ModelBuilder, Out, single_op_model
 from acelera.core.delegate import Delegate, OpSupport, OpTable, Support
 from acelera.core.interpreter import Interpreter
 from acelera.core.subplan import ReferenceKernel
-from acelera.evaluation import (EVAL_IC_FLAGS, EVAL_OD_FLAGS, EvaluationError, run_image_classification,
-                                run_object_detection)
+from acelera.evaluation import EVAL_IC_FLAGS, EVAL_OD_FLAGS, EvaluationError, run_image_classification, run_object_detection
 from acelera.evaluation.common import progress
 from acelera.evaluation.detection import encode_ground_truth_proto, load_ground_truth_proto
 from acelera.evaluation.images import InputSpec, central_crop, normalization_from_metadata, resize_bilinear
@@ -22,9 +24,6 @@ from acelera.registrar import hookimpl
 from acelera.registrar.flags import Flag, FlagSet
 from acelera.registrar.registry import Registry
 from acelera.registrar.spec import DelegateSpec
-from flatbuffers import flexbuffers
-from needs import require_module
-from oracle import run_litert
 
 Image = require_module("PIL.Image", "pillow (the test extra) is not installed")
 needs_coco = pytest.mark.requires(importlib.util.find_spec("pycocotools") is not None,

@@ -107,9 +107,10 @@ def test_fuzz_through_every_delegate(models_dir, monkeypatch):
     AceleraError line (a delegate that cannot prepare falls back with a warning), never a crash."""
     import warnings
 
+    from needs import require
+
     from acelera import load_delegate
     from acelera.registrar.registry import get_registry
-    from needs import require
 
     monkeypatch.setattr(model_module, "MAX_TENSOR_BYTES", 64 << 20)
     reg = get_registry()
@@ -141,8 +142,9 @@ def test_fuzz_through_every_delegate(models_dir, monkeypatch):
 def test_fuzz_multi_subgraph_models(monkeypatch):
     """Mutated models with control flow, variables and hashtables: a result or one AceleraError
     line, quickly; loops are capped so a mutated condition cannot hang the run."""
-    from acelera.core.kernels import control_flow
     from cf_models import ALL
+
+    from acelera.core.kernels import control_flow
 
     monkeypatch.setattr(model_module, "MAX_TENSOR_BYTES", 64 << 20)
     monkeypatch.setattr(control_flow, "MAX_LOOP_ITERATIONS", 1000)
@@ -272,10 +274,11 @@ def test_field_mutants_through_every_delegate(field_corpus, monkeypatch):
     """The same through each available first-party delegate (fewer cases)."""
     import warnings
 
+    from needs import require
+
     from acelera import load_delegate
     from acelera.core.kernels import control_flow
     from acelera.registrar.registry import get_registry
-    from needs import require
 
     monkeypatch.setattr(control_flow, "MAX_LOOP_ITERATIONS", 1000)
     reg = get_registry()

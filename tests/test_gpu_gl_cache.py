@@ -19,19 +19,17 @@ import textwrap
 
 import numpy as np
 import pytest
+from gpu_testing import require_gl  # noqa: E402
 
 from acelera import Interpreter, load_delegate
 from acelera.backends import cache_store
 from acelera.core.builder import Const, In, Out, single_op_model
 
-from gpu_testing import require_gl  # noqa: E402
-
 require_gl()
 
+from acelera.backends.gpu.cache import CacheWarning  # noqa: E402
 from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
 from acelera.plugins.gpu_gl.delegate import CACHE, CACHE_PLAN, COMPILED  # noqa: E402
-from acelera.backends.gpu.cache import CacheWarning  # noqa: E402
-
 
 RNG = np.random.default_rng(77)
 X = RNG.uniform(-1, 1, (1, 6, 7, 5)).astype(np.float32)

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_testing import qin, qop, require_gl, run_pair  # noqa: E402
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, Out, single_op_model
 
-from gpu_testing import qin, qop, require_gl, run_pair  # noqa: E402
-
 require_gl()
 
 from acelera.plugins import gpu_gl  # noqa: E402
-
 
 F32 = np.float32
 RNG = np.random.default_rng(2024)

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_testing import require_gl  # noqa: E402
 
 from acelera import Interpreter
 
-from gpu_testing import require_gl  # noqa: E402
-
 require_gl()
 
-from acelera.plugins import gpu_gl  # noqa: E402
 from gpu_cases import gl_new_op_cases  # noqa: E402  (the cases gpu-opencl's tests run too)
+
+from acelera.plugins import gpu_gl  # noqa: E402
 
 CASES = gl_new_op_cases()
 

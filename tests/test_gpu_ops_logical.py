@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_testing import require_opencl
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from gpu_testing import require_opencl
 
 require_opencl()
 
-from gpu_cases import BOOL, F32, I32, LOGICAL_CASES as CASES, check, grid, run  # noqa: E402  (the cases)
+from gpu_cases import BOOL, F32, I32, check, grid, run  # noqa: E402  (the cases)
+from gpu_cases import LOGICAL_CASES as CASES
 
 
 def exact(model, inputs, half):

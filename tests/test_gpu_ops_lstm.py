@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_testing import require_opencl
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import ModelBuilder
-from gpu_testing import require_opencl
 
 require_opencl()
 

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import require
 
 from acelera import load_delegate
-from acelera.conformance.inference_diff import diff
 from acelera.backends.gpu.half_floor import HalfStorageDelegate
+from acelera.conformance.inference_diff import diff
 from acelera.registrar.registry import get_registry
-from needs import require
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from gpu_precision import litert_gap  # noqa: E402

@@ -3,11 +3,11 @@ import types
 from pathlib import Path
 
 import pytest
+from plugin_helpers import EP, plugin
 
 from acelera.cli.app import main
 from acelera.registrar import hookimpl, hookspecs
 from acelera.registrar.registry import Registry
-from plugin_helpers import EP, plugin
 
 HOOKS = [n for n in dir(hookspecs) if n.startswith("register_")]
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,13 +6,21 @@ import types
 import numpy as np
 import pytest
 
-from acelera.core.builder import ModelBuilder, In, Out, single_op_model
+from acelera.conformance import inference_diff as idiff
+from acelera.conformance.inference_diff import (
+    INFERENCE_DIFF_FLAGS,
+    cpp_float,
+    diff,
+    format_lines,
+    random_input,
+    resolve_delegate,
+    to_json,
+    truncated_gaussian,
+)
+from acelera.core.builder import In, ModelBuilder, Out, single_op_model
 from acelera.core.delegate import Delegate, OpSupport, OpTable, Support
 from acelera.core.errors import AceleraError
 from acelera.core.subplan import ReferenceKernel
-from acelera.conformance import inference_diff as idiff
-from acelera.conformance.inference_diff import (INFERENCE_DIFF_FLAGS, cpp_float, diff, format_lines, random_input,
-                                                resolve_delegate, to_json, truncated_gaussian)
 from acelera.registrar import hookimpl
 from acelera.registrar.flags import Flag, FlagSet
 from acelera.registrar.registry import Registry

@@ -1,12 +1,12 @@
 """The LiteRT Interpreter API: same calls, same dict keys, clear errors on misuse."""
 import numpy as np
 import pytest
+from oracle import run_litert
 
 from acelera import AceleraError, Interpreter
 from acelera.core.builder import In, ModelBuilder, Out, single_op_model
 from acelera.core.errors import UnsupportedOpError
 from acelera.samples import tiny_cnn
-from oracle import run_litert
 
 
 def add_model(sig: bool = True) -> bytes:

@@ -1,9 +1,9 @@
 """Whole shared models agree with LiteRT: float within 1e-4 x max|ref|, int8/int16 bit-exact."""
 import numpy as np
 import pytest
+from oracle import assert_matches_litert, random_input
 
 from acelera.core.model import load_model
-from oracle import assert_matches_litert, random_input
 
 FAST = ["sine_float", "sine_float_int8", "small_cnn_f32", "small_cnn_int8"]
 SLOW = ["hand_recrop", "hand_recrop_int8", "face_detection_short_range", "face_detection_short_range_int8",

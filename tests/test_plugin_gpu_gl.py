@@ -12,17 +12,15 @@ import threading
 
 import numpy as np
 import pytest
+from gpu_testing import require_gl, run_pair  # noqa: E402
 
 from acelera import Interpreter
 from acelera.core.builder import Const, In, Out, single_op_model
-
-from gpu_testing import require_gl, run_pair  # noqa: E402
 
 require_gl()
 
 from acelera.plugins import gpu_gl  # noqa: E402
 from acelera.plugins.gpu_gl import context as glctx  # noqa: E402
-
 
 F32 = np.float32
 RNG = np.random.default_rng(4321)
@@ -147,8 +145,9 @@ CASES = cases()
 def test_every_declared_op_has_a_case():
     """Every op declared with FLOAT32 has a float case here (int8/uint8: test_gpu_gl_quant.py;
     LSTM, comparisons, LOGICAL_AND, CAST, SELECT and the newer float ops: test_gpu_ops_gl.py)."""
-    from acelera.backends.gpu.optable import OPS as PLAN_OPS
     from gpu_cases import gl_new_op_cases
+
+    from acelera.backends.gpu.optable import OPS as PLAN_OPS
 
     # float QUANTIZE input: the quantized tests
     covered = {k.split("-")[0] for k in [*CASES, *gl_new_op_cases()]} | {"QUANTIZE"}

@@ -14,16 +14,17 @@ import sys
 
 import numpy as np
 import pytest
+from gpu_testing import qin, qop, require_opencl
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from gpu_testing import qin, qop, require_opencl
 
 cl = require_opencl()
 
+from gpu_cases import F32, FLOAT_CASES, LOGICAL_TESTED, LSTM_TESTED, RNG, check, rnd, run  # noqa: E402
+
 from acelera.plugins import gpu_opencl  # noqa: E402
 from acelera.plugins.gpu_opencl import device as gdev  # noqa: E402
-from gpu_cases import F32, FLOAT_CASES, LOGICAL_TESTED, LSTM_TESTED, RNG, check, rnd, run  # noqa: E402
 
 # --- availability, spec --------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from needs import require_module
 
 from acelera import Interpreter, OpResolverType
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
@@ -16,7 +17,6 @@ from acelera.plugins.hexagon.rules import OP_TABLE
 from acelera.plugins.hexagon.runner import HexagonRunner
 from acelera.registrar.registry import get_registry
 from acelera.samples import tiny_cnn
-from needs import require_module
 
 REF = OpResolverType.BUILTIN_REF  # the reference kernels, not LiteRT's default XNNPACK
 

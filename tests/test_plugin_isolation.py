@@ -9,13 +9,20 @@ import types
 import warnings
 
 import pytest
+from plugin_helpers import EP, plugin
 
 from acelera.cli.app import main
 from acelera.core.delegate import Support
 from acelera.registrar import hookimpl
-from acelera.registrar.registry import (DEFAULT_PROBE_TIMEOUT, FIRST_PARTY_DELEGATES, PROBE_TIMEOUT_ENV, Registry,
-                                        get_registry, probe_timeout, run_probe)
-from plugin_helpers import EP, plugin
+from acelera.registrar.registry import (
+    DEFAULT_PROBE_TIMEOUT,
+    FIRST_PARTY_DELEGATES,
+    PROBE_TIMEOUT_ENV,
+    Registry,
+    get_registry,
+    probe_timeout,
+    run_probe,
+)
 
 
 class ModuleEP(EP):
@@ -226,6 +233,7 @@ def test_third_party_cannot_take_a_first_party_name():
 
 def test_first_party_names_are_reserved_even_when_not_loaded(monkeypatch):
     from importlib import metadata
+
     from acelera.registrar import registry as registry_module
     real = list(metadata.entry_points(group=registry_module.GROUP))
     evil = EP("evil", plugin("gpu-opencl"), dist="evil-dist")
@@ -260,6 +268,7 @@ def test_entry_point_name_clash_keeps_the_first():
 
 def test_real_first_party_plugins_win_against_an_impostor():
     from importlib import metadata
+
     from acelera.registrar.registry import GROUP
     real = list(metadata.entry_points(group=GROUP))
     reg = Registry([EP("impostor", plugin("xnnpack-cpu"), dist="impostor")] + real)
@@ -330,7 +339,9 @@ def test_installed_misbehaving_plugins_do_not_break_delegates_list(tmp_path):
 
 def test_doctor_reports_a_crashing_delegate_and_goes_on():
     from dataclasses import replace
+
     from plugin_helpers import Echo
+
     from acelera.cli.doctor import run_doctor
 
     class Crashes(Echo):

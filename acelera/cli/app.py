@@ -15,8 +15,16 @@ from rich.table import Table
 from acelera import __version__
 from acelera.cli.help_format import help_tables, tflite_style
 from acelera.cli.ops_cmd import OPS_HELP, ops_command
-from acelera.cli.options import (PATH_FLAGS, TOOL_RANGES, AceleraGroup, check_path, check_path_flags, make_command,
-                                 parsed_from, ranged)
+from acelera.cli.options import (
+    PATH_FLAGS,
+    TOOL_RANGES,
+    AceleraGroup,
+    check_path,
+    check_path_flags,
+    make_command,
+    parsed_from,
+    ranged,
+)
 from acelera.core.errors import AceleraError
 from acelera.registrar.config import apply_config
 from acelera.registrar.flags import INT32_MAX, TYPE_NAMES, Flag, FlagSet, ParsedFlags
@@ -260,7 +268,8 @@ def build_app(registry: Registry) -> typer.Typer:
         print(f"{spec.name} {spec.version} ({spec.backend}): {spec.summary}")
         print(f"available: {'yes' if avail.ok else 'no: ' + avail.reason}")
         print(f"enabled by: {', '.join('--' + e for e in spec.enabled_by)}")
-        print(f"model types: {', '.join(m for m in ('float32', 'float16', 'dynamic-range', 'full-integer', 'qat') if m in spec.model_types)}")
+        kinds = ('float32', 'float16', 'dynamic-range', 'full-integer', 'qat')
+        print(f"model types: {', '.join(m for m in kinds if m in spec.model_types)}")
         mx, mn = spec.partition_limits({})
         print(f"partitions: max {mx or 'unlimited'}, min nodes {mn or 'none'} (when the flags leave them at 0)")
         if spec.notes:

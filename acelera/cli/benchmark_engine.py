@@ -34,8 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from acelera.core.errors import AceleraError
-from acelera.core.files import (DATA_MAX_BYTES, FileError, output_path_problem, read_regular_file,
-                                regular_file_problem)
+from acelera.core.files import DATA_MAX_BYTES, FileError, output_path_problem, read_regular_file, regular_file_problem
 from acelera.core.partition import DelegationError
 from acelera.registrar.flags import INT32_MAX, INT32_MIN, Flag, FlagValueError
 from acelera.registrar.spec import MAX_THREADS

@@ -23,8 +23,15 @@ import typer
 from typer.core import TyperGroup
 
 from acelera.core.errors import ModelError
-from acelera.core.files import (CONFIG_MAX_BYTES, DATA_MAX_BYTES, MODEL_MAX_BYTES, FileError, directory_problem,
-                                output_path_problem, regular_file_problem)
+from acelera.core.files import (
+    CONFIG_MAX_BYTES,
+    DATA_MAX_BYTES,
+    MODEL_MAX_BYTES,
+    FileError,
+    directory_problem,
+    output_path_problem,
+    regular_file_problem,
+)
 from acelera.registrar.flags import INT32_MAX, INT32_MIN, TYPE_NAMES, Flag, FlagSet, ParsedFlags
 from acelera.registrar.spec import MAX_THREADS
 

@@ -178,7 +178,7 @@ def build_graph(nodes: Sequence[OpTemplate], dtype: str, version: int | Sequence
     for k, tpl in enumerate(nodes):
         data_q = None
         first_data = None
-        for i, t_idx in enumerate(node_in[k]):
+        for t_idx in node_in[k]:
             if t_idx < 0:
                 continue
             t = tensors[t_idx]

@@ -350,7 +350,8 @@ def compare(test: np.ndarray, ref: np.ndarray, tol: Tolerance, *, scale: float |
         if np.any(inf & (t != r)):
             k = int(np.flatnonzero((inf & (t != r)).ravel())[0])
             return Comparison(False, math.inf, math.nan, 0.0,
-                              f"infinity mismatch at element {k}: test {t.ravel()[k].item()!r}, reference {r.ravel()[k].item()!r}")
+                              f"infinity mismatch at element {k}: test {t.ravel()[k].item()!r}, "
+                              f"reference {r.ravel()[k].item()!r}")
         ok_mask = ~(nan_r | inf)
         diff = np.where(ok_mask, np.abs(t - r), 0.0)
         max_ref = float(np.max(np.where(ok_mask, np.abs(r), 0.0)))

@@ -436,9 +436,9 @@ class ModelBuilder:
             b.PrependUOffsetTRelativeSlot(0, vec, 0)
             return CASE_OPTIONS, b.EndObject()
         mod = _table_module(name)
-        union = getattr(_table_module("BuiltinOptions"), "BuiltinOptions")
+        union = _table_module("BuiltinOptions").BuiltinOptions
         if not hasattr(union, name):
-            union = getattr(_table_module("BuiltinOptions2"), "BuiltinOptions2")
+            union = _table_module("BuiltinOptions2").BuiltinOptions2
         kind = "int64" if name.startswith("Stablehlo") else "int32"
         vectors = {}
         for key, val in op.options.items():
@@ -448,7 +448,7 @@ class ModelBuilder:
                 vectors[key] = b.CreateString(val)
             elif isinstance(val, (bytes, bytearray)):
                 vectors[key] = b.CreateByteVector(bytes(val))
-        getattr(mod, "Start")(b)
+        mod.Start(b)
         for key, val in op.options.items():
             adder = getattr(mod, f"Add{_camel(key)}", None)
             if adder is None:
@@ -458,7 +458,7 @@ class ModelBuilder:
             elif isinstance(val, str):
                 val = ENUMS[key][val]
             adder(b, val)
-        return getattr(union, name), getattr(mod, "End")(b)
+        return getattr(union, name), mod.End(b)
 
     def _signature(self, b, key: str, inputs: dict[str, int], outputs: dict[str, int], subgraph: int = 0) -> int:
         S = _table_module("SignatureDef")

@@ -187,7 +187,8 @@ class DelegateInvokeError(AceleraError, RuntimeError):
 
 class _DelegatedStep:
     """A partition's step: the delegate kernel, with its outputs checked on every invoke
-    (count, dtype, and shape as prepared unless a node's output shape depends on data) and, when `cpu_fallback`, the partition's nodes run on
+    (count, dtype, and shape as prepared unless a node's output shape depends on data) and, when
+    `cpu_fallback`, the partition's nodes run on
     the reference kernels for an invoke where the kernel raises (LiteRT's
     InvokeWithCPUFallback), with a DelegationWarning saying so."""
 

@@ -21,8 +21,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from acelera.evaluation.common import (Delegation, EvaluationError, Flags, RunningStat, cpp_float, latency_json,
-                                       latency_line, open_interpreters, progress, read_lines, write_json)
+from acelera.evaluation.common import (
+    Delegation,
+    EvaluationError,
+    Flags,
+    RunningStat,
+    cpp_float,
+    latency_json,
+    latency_line,
+    open_interpreters,
+    progress,
+    read_lines,
+    write_json,
+)
 from acelera.evaluation.images import InputSpec, list_images, preprocess
 from acelera.evaluation.metrics import TOP_K, TopKAccuracy
 

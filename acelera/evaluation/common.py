@@ -9,8 +9,15 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from acelera.conformance.inference_diff import (DiffResult, LatencyStats, RunningStat, build_delegates,
-                                                cpp_float, delegation_lines, to_json)
+from acelera.conformance.inference_diff import (
+    DiffResult,
+    LatencyStats,
+    RunningStat,
+    build_delegates,
+    cpp_float,
+    delegation_lines,
+    to_json,
+)
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter, OpResolverType
 from acelera.core.partition import DelegationReport

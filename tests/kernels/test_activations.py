@@ -11,13 +11,13 @@ import math
 
 import numpy as np
 import pytest
+from helpers import expect_unsupported
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.interpreter import Interpreter
-from helpers import expect_unsupported
-from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -404,8 +404,9 @@ def test_shared_quantized_models(models_dir, name):
 
 
 def test_round_halves_to_even():
-    from acelera.core.builder import In, Out, single_op_model
     from oracle import assert_matches_litert
+
+    from acelera.core.builder import In, Out, single_op_model
     x = np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -3.7, 1e9, np.inf]], np.float32)
     m = single_op_model("ROUND", [In(x.shape)], [Out(x.shape)])
     got = assert_matches_litert(m, [x], reference="builtin")[0]

@@ -1,9 +1,9 @@
 """ADD_N, FLOOR_DIV, FLOOR_MOD, SIGN reference kernels against LiteRT."""
 import numpy as np
 import pytest
+from oracle import assert_exact
 
 from acelera.core.builder import Const, In, Out, single_op_model
-from oracle import assert_exact
 
 RNG = np.random.default_rng(7)
 

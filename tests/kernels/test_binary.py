@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import expect_unsupported
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 from acelera.core import quant
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter
 from acelera.core.kernels import binary
-from helpers import expect_unsupported
-from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # float overflow on purpose
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))

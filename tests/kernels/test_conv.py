@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import expect_unsupported, quant_of, rng_of
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.model import load_model
-from helpers import expect_unsupported, quant_of, rng_of
-from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH"]
 QACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]

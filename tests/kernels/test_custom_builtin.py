@@ -11,12 +11,12 @@ import pytest
 from flatbuffers import flexbuffers
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_exact, assert_matches_litert, run_acelera, run_litert
 
 from acelera.core.builder import In, Out, single_op_model
 from acelera.core.errors import AceleraError
 from acelera.core.executor import KernelError
 from acelera.core.interpreter import Interpreter
-from oracle import assert_exact, assert_matches_litert, run_acelera, run_litert
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -5,12 +5,12 @@ import math
 
 import numpy as np
 import pytest
+from helpers import expect_unsupported, quant_of
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from oracle import assert_matches_litert, random_input
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
-from helpers import expect_unsupported, quant_of
-from oracle import assert_matches_litert, random_input
 
 SETTINGS = settings(max_examples=25, deadline=None)
 CLIP_ACTS = ["NONE", "RELU", "RELU_N1_TO_1", "RELU6"]

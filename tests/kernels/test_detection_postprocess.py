@@ -3,13 +3,14 @@ builtin resolvers), plus a hand-checked case and the option/shape errors."""
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import run_acelera, run_litert
 
 from acelera.core.builder import ModelBuilder
 from acelera.core.errors import AceleraError, UnsupportedOpError
 from acelera.core.interpreter import Interpreter
 from acelera.core.kernels.detection_postprocess import parse_options
-from oracle import run_acelera, run_litert
 
 OP = "TFLite_Detection_PostProcess"
 SCALES = dict(y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0)

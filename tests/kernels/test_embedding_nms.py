@@ -6,16 +6,16 @@ import os
 
 import numpy as np
 import pytest
+from helpers import expect_unsupported, rng_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_exact, random_input, run_acelera, run_litert
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.errors import AceleraError
 from acelera.core.executor import KernelError
 from acelera.core.interpreter import Interpreter
 from acelera.core.kernels.embedding import fingerprint64
-from helpers import expect_unsupported, rng_of
-from oracle import assert_exact, random_input, run_acelera, run_litert
 
 EXAMPLES = int(os.environ.get("KERNEL_EXAMPLES", "25"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))

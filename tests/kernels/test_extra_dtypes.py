@@ -19,11 +19,14 @@ and also runs LiteRT's builtin kernels at the real one.
 """
 from __future__ import annotations
 
+import helpers
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import allocate_error, invoke_error, rng_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import run_acelera, run_litert
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.dtypes import TYPE_CODES, numpy_dtype
@@ -31,9 +34,6 @@ from acelera.core.errors import AceleraError, UnsupportedOpError
 from acelera.core.interpreter import Interpreter
 from acelera.core.kernels.registry import registered
 from acelera.core.model import load_model
-import helpers
-from helpers import allocate_error, invoke_error, rng_of
-from oracle import run_acelera, run_litert
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 F8 = ("FLOAT8_E4M3FN", "FLOAT8_E5M2")

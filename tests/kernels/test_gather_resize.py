@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import expect_unsupported, rng_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter
-from helpers import expect_unsupported, rng_of
-from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
 
 SETTINGS = settings(max_examples=25, deadline=None)
 

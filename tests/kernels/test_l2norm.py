@@ -1,11 +1,12 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import assert_matches_litert, random_input
 
 from acelera.core.builder import In, Out, single_op_model
 from acelera.core.errors import UnsupportedOpError
 from acelera.core.interpreter import Interpreter
-from oracle import assert_matches_litert, random_input
 
 QOUT = {np.uint8: (1 / 128, 128), np.int8: (1 / 128, 0)}
 

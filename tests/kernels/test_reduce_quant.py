@@ -5,13 +5,13 @@ import os
 
 import numpy as np
 import pytest
+from helpers import expect_unsupported
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.interpreter import Interpreter
-from helpers import expect_unsupported
-from oracle import assert_matches_litert, random_input, run_acelera, run_litert
 
 # KERNEL_EXAMPLES=200 explores more cases (the default keeps the file well under a minute).
 EXAMPLES = int(os.environ.get("KERNEL_EXAMPLES", "25"))

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import rng_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
 
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.errors import AceleraError, UnsupportedOpError
 from acelera.core.interpreter import Interpreter, OpResolverType
-from helpers import rng_of
-from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
 
 REF = OpResolverType.BUILTIN_REF  # the reference kernels, not LiteRT's default XNNPACK
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers
+from oracle import assert_exact
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.errors import UnsupportedOpError
 from acelera.core.interpreter import Interpreter
-from oracle import assert_exact
 
 ELEMENTWISE = ["STABLEHLO_ADD", "STABLEHLO_MULTIPLY", "STABLEHLO_MAXIMUM", "STABLEHLO_MINIMUM"]
 

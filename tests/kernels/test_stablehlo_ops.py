@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_exact, random_input, run_acelera, run_litert
 
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter
 from acelera.core.kernels.stablehlo_ops import philox4x32, threefry2x32
-from oracle import assert_exact, random_input, run_acelera, run_litert
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

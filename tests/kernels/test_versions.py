@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import expect_unsupported, rng_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
 
 from acelera.core import dtypes
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.errors import AceleraError, UnsupportedOpError
 from acelera.core.interpreter import Interpreter
-from helpers import expect_unsupported, rng_of
-from oracle import assert_exact, assert_matches_litert, random_input, run_acelera, run_litert
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 H = np.float16

@@ -15,6 +15,8 @@ import zlib
 
 import numpy as np
 import pytest
+from helpers import litert_fails, rng_of
+from oracle import run_acelera
 
 from acelera.conformance.float64 import Float64Reference, widen
 from acelera.core.builder import Const, In, Out, single_op_model
@@ -22,8 +24,6 @@ from acelera.core.errors import UnsupportedOpError
 from acelera.core.interpreter import Interpreter
 from acelera.core.kernels.registry import NodeContext, float_type_names, is_float32, lookup, widening
 from acelera.core.model import load_model
-from helpers import litert_fails, rng_of
-from oracle import run_acelera
 
 F32, F64 = np.float32, np.float64
 CASES: dict = {}

@@ -13,9 +13,9 @@ import dataclasses
 
 import numpy as np
 
+from acelera.backends.emulation import DeviceRunner, EmulatedDelegate, to_half
 from acelera.core.delegate import Partition, Support
 from acelera.core.kernels.registry import Kernel, NodeContext
-from acelera.backends.emulation import DeviceRunner, EmulatedDelegate, to_half
 from acelera.core.subplan import reference_factory
 
 

@@ -13,7 +13,12 @@ comparison/logical ops is relaxed (see ops/logical.py).
 from __future__ import annotations
 
 from acelera.backends.gpu.rules import (
-    BINARY_INPUTS, CONV_GEOMETRY, CONV_IO_ANY, DEPTHWISE, FULLY_CONNECTED_ANY, STRIDES,
+    BINARY_INPUTS,
+    CONV_GEOMETRY,
+    CONV_IO_ANY,
+    DEPTHWISE,
+    FULLY_CONNECTED_ANY,
+    STRIDES,
 )
 from acelera.core.delegate import Constraint
 

@@ -34,8 +34,7 @@ from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.float_formats import ALIASED_TYPES, table16
 from acelera.core.kernels.registry import NodeContext, float_type_names, is_float32, register
 from acelera.core.model import Tensor
-from acelera.core.quant import (multiply_by_quantized_multiplier, quantize_multiplier,
-                                round_half_away, wrap_int32)
+from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier, round_half_away, wrap_int32
 
 F32 = np.float32
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

@@ -24,8 +24,15 @@ import math
 import numpy as np
 
 from acelera.core.errors import AceleraError, ModelError
-from acelera.core.kernels.common import (FLT_MAX, RELU, RELU6, RELU_N1_TO_1, domain,
-                                         float_activation_bounds, quantized_activation_range)
+from acelera.core.kernels.common import (
+    FLT_MAX,
+    RELU,
+    RELU6,
+    RELU_N1_TO_1,
+    domain,
+    float_activation_bounds,
+    quantized_activation_range,
+)
 from acelera.core.kernels.float_formats import ALIASED_TYPES, to_f32
 from acelera.core.kernels.registry import NodeContext, check_divisor, float_type_names, register
 from acelera.core.model import Tensor

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from acelera.core.errors import ModelError
-from acelera.core.errors import KernelError
+from acelera.core.errors import KernelError, ModelError
 from acelera.core.kernels.registry import Kernel, NodeContext, register
 from acelera.core.model import Tensor
 

@@ -19,9 +19,25 @@ import numpy as np
 from acelera.core.dtypes import TYPE_NAMES
 from acelera.core.errors import ModelError
 from acelera.core.kernels.binary import (
-    F32, I8, I16, I32, I64, QUANT8, U8, Scratch, binary_operands, bit_select,
-    blocked_into, broadcast_shape, gather16, is_quantized, lut8_kernel, qparams, scalar_safe,
-    smaller_than_one_multiplier, table16,
+    F32,
+    I8,
+    I16,
+    I32,
+    I64,
+    QUANT8,
+    U8,
+    Scratch,
+    binary_operands,
+    bit_select,
+    blocked_into,
+    broadcast_shape,
+    gather16,
+    is_quantized,
+    lut8_kernel,
+    qparams,
+    scalar_safe,
+    smaller_than_one_multiplier,
+    table16,
 )
 from acelera.core.kernels.common import domain
 from acelera.core.kernels.float_formats import to_f32

@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core import model as _model
-from acelera.core.errors import ModelError
-from acelera.core.errors import KernelError
+from acelera.core.errors import KernelError, ModelError
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
 
 _FLOAT32, _INT32, _COMPLEX64, _FLOAT64, _COMPLEX128 = 0, 2, 8, 10, 11

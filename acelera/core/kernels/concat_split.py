@@ -16,8 +16,7 @@ import math
 
 import numpy as np
 
-from acelera.core.kernels.common import (NONE, RELU, RELU6, RELU_N1_TO_1, check_same_type, check_type,
-                                         quantized_activation_range)
+from acelera.core.kernels.common import NONE, RELU, RELU6, RELU_N1_TO_1, check_same_type, check_type, quantized_activation_range
 from acelera.core.kernels.registry import NodeContext, float_type_names, is_float32, register
 from acelera.core.kernels.reshape import copy_block, declared_zeros, is_placeholder, legacy_qparams, same_qparams
 from acelera.core.quant import round_half_away

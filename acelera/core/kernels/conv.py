@@ -27,8 +27,14 @@ import numpy as np
 
 from acelera.core import quant
 from acelera.core.errors import ModelError
-from acelera.core.kernels.common import (SAME, check_same_type, float_activation_bounds, out_size,
-                                         pad_before, quantized_activation_range)
+from acelera.core.kernels.common import (
+    SAME,
+    check_same_type,
+    float_activation_bounds,
+    out_size,
+    pad_before,
+    quantized_activation_range,
+)
 from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 from acelera.core.model import Tensor
 

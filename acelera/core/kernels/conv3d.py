@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core import model as _model
-from acelera.core.errors import ModelError
-from acelera.core.errors import KernelError
+from acelera.core.errors import KernelError, ModelError
 from acelera.core.kernels.common import SAME, VALID, float_activation_bounds
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, is_float32, register
 from acelera.core.model import Tensor

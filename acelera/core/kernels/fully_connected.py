@@ -27,8 +27,16 @@ import numpy as np
 from acelera.core import quant
 from acelera.core.kernels.binary import clip_ufunc
 from acelera.core.kernels.common import (
-    ACTIVATION_NAMES, NONE, RELU, RELU6, RELU_N1_TO_1, apply_float_activation,
-    float_activation_range, quantized_activation_range, scale_zp)
+    ACTIVATION_NAMES,
+    NONE,
+    RELU,
+    RELU6,
+    RELU_N1_TO_1,
+    apply_float_activation,
+    float_activation_range,
+    quantized_activation_range,
+    scale_zp,
+)
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import round_half_away, wrap_int32
 

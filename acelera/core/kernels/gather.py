@@ -80,7 +80,7 @@ def gather(node: NodeContext):
                                   f"of size {axis_size}")
         out_shape = shape[:axis] + ishape[batch_dims:] + shape[axis + 1:]
         if x.size == 0 or idx.size == 0:
-            return np.full(out_shape, b"", object) if out_dtype == object else np.zeros(out_shape, out_dtype)
+            return np.full(out_shape, b"", object) if out_dtype == object else np.zeros(out_shape, out_dtype)  # noqa: E721  (np.dtype('O') == object, not `is`)
         if batch_dims == 0:
             return x.take(idx, axis=axis)
         b = int(np.prod(shape[:batch_dims], dtype=np.int64))

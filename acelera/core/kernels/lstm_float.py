@@ -21,9 +21,34 @@ import operator
 import numpy as np
 
 from acelera.core.kernels.common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGN_BIT, TANH
-from acelera.core.kernels.lstm_spec import (BC, BF, BI, BO, C2F, C2I, C2O, CELL_STATE, I2C, I2F, I2I, I2O, INPUT,
-                                            LN_C, LN_F, LN_I, LN_O, OUT_STATE, PROJ_B, PROJ_W, R2C, R2F, R2I,
-                                            R2O, SIGMOID, activation_and_clips)
+from acelera.core.kernels.lstm_spec import (
+    BC,
+    BF,
+    BI,
+    BO,
+    C2F,
+    C2I,
+    C2O,
+    CELL_STATE,
+    I2C,
+    I2F,
+    I2I,
+    I2O,
+    INPUT,
+    LN_C,
+    LN_F,
+    LN_I,
+    LN_O,
+    OUT_STATE,
+    PROJ_B,
+    PROJ_W,
+    R2C,
+    R2F,
+    R2I,
+    R2O,
+    SIGMOID,
+    activation_and_clips,
+)
 from acelera.core.kernels.registry import NodeContext
 
 try:  # the clip ufunc itself: np.clip's Python wrapper costs a few microseconds per call

@@ -17,6 +17,7 @@ from acelera.core.kernels.lstm_spec import GATES, Spec, args_of
 from acelera.core.kernels.registry import NodeContext
 from acelera.core.kernels.rnn import Cached, QuantWeights, hybrid_accumulate, quantize_rows
 
+
 def _mean_stddev_norm(x: np.ndarray) -> np.ndarray:
     """MeanStddevNormalization (variance + 1e-8) over the last axis, float32."""
     mean = np.mean(x, axis=-1, keepdims=True, dtype=np.float32)

@@ -16,7 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.kernels.common import (
-    NONE, SAME, VALID, check_same_type, float_activation_range, quantized_activation_range, scale_zp)
+    NONE,
+    SAME,
+    VALID,
+    check_same_type,
+    float_activation_range,
+    quantized_activation_range,
+    scale_zp,
+)
 from acelera.core.kernels.registry import NodeContext, float_type_names, is_float32, register
 
 _TYPES = ("FLOAT32", "UINT8", "INT8", "INT16")

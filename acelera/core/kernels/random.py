@@ -32,8 +32,7 @@ import os
 import numpy as np
 
 from acelera.core import model as _model
-from acelera.core.errors import ModelError
-from acelera.core.errors import KernelError
+from acelera.core.errors import KernelError, ModelError
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
 
 _FLOAT32, _INT32, _INT64 = 0, 2, 4

@@ -23,15 +23,29 @@ import math
 import numpy as np
 
 from acelera.core.executor import fp_errors_ignored
-from acelera.core.kernels.activations import (F32, INT32_MAX, INT32_MIN, check_same_type, clz32,
-                                              legacy_qparams, lut16, lut16_expand, ndarray_kernel,
-                                              require_per_tensor)
+from acelera.core.kernels.activations import (
+    F32,
+    INT32_MAX,
+    INT32_MIN,
+    check_same_type,
+    clz32,
+    legacy_qparams,
+    lut16,
+    lut16_expand,
+    ndarray_kernel,
+    require_per_tensor,
+)
 from acelera.core.kernels.binary import clip_ufunc
 from acelera.core.kernels.common import lut_apply
 from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.quant import (multiply_by_quantized_multiplier, quantize_multiplier,
-                                rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
-                                wrap_int32, wrap_int32_inplace)
+from acelera.core.quant import (
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+    wrap_int32,
+    wrap_int32_inplace,
+)
 
 srdhm = saturating_rounding_doubling_high_mul
 rdbpot = rounding_divide_by_pot

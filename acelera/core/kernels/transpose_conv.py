@@ -22,10 +22,23 @@ import numpy as np
 from acelera.core import quant
 from acelera.core.errors import ModelError
 from acelera.core.kernels.common import SAME, check_same_type, float_activation_bounds, out_size
-from acelera.core.kernels.conv import (T_FLOAT32, T_INT8, T_INT16, T_INT32, T_UINT8,
-                                       asymmetric_quantize_batches, bias_vector, check_rank4,
-                                       conv_requantizer, exact_dtype, finish_float, int16_wide,
-                                       max_abs_shifted, opt, zero_point)
+from acelera.core.kernels.conv import (
+    T_FLOAT32,
+    T_INT8,
+    T_INT16,
+    T_INT32,
+    T_UINT8,
+    asymmetric_quantize_batches,
+    bias_vector,
+    check_rank4,
+    conv_requantizer,
+    exact_dtype,
+    finish_float,
+    int16_wide,
+    max_abs_shifted,
+    opt,
+    zero_point,
+)
 from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 
 

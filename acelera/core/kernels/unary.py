@@ -26,9 +26,21 @@ import functools
 import numpy as np
 
 from acelera.core.executor import fp_errors_ignored
-from acelera.core.kernels.activations import (F32, INT32_MAX, cvt_f2i32, half_table, legacy_qparams, libm,
-                                              lut8, lut16, lut16_expand, ndarray_kernel, require_per_tensor,
-                                              to_table, unary_io)
+from acelera.core.kernels.activations import (
+    F32,
+    INT32_MAX,
+    cvt_f2i32,
+    half_table,
+    legacy_qparams,
+    libm,
+    lut8,
+    lut16,
+    lut16_expand,
+    ndarray_kernel,
+    require_per_tensor,
+    to_table,
+    unary_io,
+)
 from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.float_formats import table16
 from acelera.core.kernels.registry import NodeContext, register

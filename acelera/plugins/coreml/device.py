@@ -30,11 +30,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from acelera.backends.emulation import EmulatedDelegate, Fp16Runner, to_half
 from acelera.core.delegate import DelegateKernel, Partition, Support
 from acelera.core.kernels.registry import Kernel, NodeContext
 from acelera.core.subplan import ReferenceKernel, reference_factory
 from acelera.plugins.coreml.rules import NEWEST_VERSION, op_table
-from acelera.backends.emulation import EmulatedDelegate, Fp16Runner, to_half
 
 INT32_MAX = (1 << 31) - 1
 DEVICES = ("all", "neural_engine")

@@ -284,9 +284,9 @@ def partition_program(partition: Partition, names: Mapping[int, str], fmt: str =
     The opset is iOS 15 for an ML Program, iOS 13 (Core ML 3) for a NeuralNetwork model.
     """
     require_coremltools()
+    import coremltools as ct
     from coremltools.converters.mil.mil import Builder as mb
     from coremltools.converters.mil.mil import Function, Program
-    import coremltools as ct
 
     shapes = {}
     for ctx in partition.contexts.values():

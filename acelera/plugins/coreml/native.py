@@ -13,9 +13,9 @@ import sys
 
 import numpy as np
 
+from acelera.backends.emulation import DeviceRunner
 from acelera.core.delegate import DelegateKernel, Partition
 from acelera.plugins.coreml.export import CoreMLExportError, partition_program, require_coremltools
-from acelera.backends.emulation import DeviceRunner
 
 ENV = "ACELERA_COREML_NATIVE"
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from acelera.core.delegate import Constraint, OpSupport, OpTable, Support, SUPPORTED
-from acelera.core.kernels.registry import NodeContext
 from acelera.backends.tables import F32
+from acelera.core.delegate import SUPPORTED, Constraint, OpSupport, OpTable, Support
+from acelera.core.kernels.registry import NodeContext
 
 # TFLite schema enums (options carry raw ints)
 ACT_NONE, ACT_SIGN_BIT = 0, 5

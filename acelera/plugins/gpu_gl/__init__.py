@@ -8,7 +8,9 @@ tests cover.
 """
 from __future__ import annotations
 
-from acelera.backends.gpu.optable import EXTRA as PLAN_EXTRA, OPS as PLAN_OPS, REPLACE as PLAN_REPLACE
+from acelera.backends.gpu.optable import EXTRA as PLAN_EXTRA
+from acelera.backends.gpu.optable import OPS as PLAN_OPS
+from acelera.backends.gpu.optable import REPLACE as PLAN_REPLACE
 from acelera.backends.gpu.rules import GPU_FLAGS, gpu_table, wants_backend
 from acelera.registrar import hookimpl
 from acelera.registrar.spec import DelegateSpec

@@ -10,8 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from acelera.core.delegate import Support
-from acelera.plugins.hexagon.delegate import (DEFAULT_LIB_PATH, DEFAULT_MAX_PARTITIONS, DEFAULT_MIN_NODES,
-                                              HexagonDelegate, cap_partitions, create)
+from acelera.plugins.hexagon.delegate import (
+    DEFAULT_LIB_PATH,
+    DEFAULT_MAX_PARTITIONS,
+    DEFAULT_MIN_NODES,
+    HexagonDelegate,
+    cap_partitions,
+    create,
+)
 from acelera.plugins.hexagon.rules import OP_TABLE
 from acelera.registrar import hookimpl
 from acelera.registrar.flags import Flag

@@ -24,10 +24,10 @@ from typing import Callable
 
 import numpy as np
 
+from acelera.backends.emulation import IntegerRunner
 from acelera.core.delegate import Partition
 from acelera.core.errors import AceleraError
 from acelera.core.subplan import KernelFactory, ReferenceKernel
-from acelera.backends.emulation import IntegerRunner
 from acelera.plugins.hexagon.cost_model import Estimate, estimate
 from acelera.plugins.hexagon.rules import FLOATS
 

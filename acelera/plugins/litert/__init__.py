@@ -22,11 +22,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from acelera.core.delegate import Support
+from acelera.plugins.litert.build import build_example_delegate
+from acelera.plugins.litert.host import native_table, parse_options
 from acelera.registrar import hookimpl
 from acelera.registrar.flags import Flag
 from acelera.registrar.spec import DelegateSpec
-from acelera.plugins.litert.build import build_example_delegate
-from acelera.plugins.litert.host import native_table, parse_options
 
 __all__ = ["wrap_litert_delegate", "load_native_delegate", "build_example_delegate", "EXTERNAL", "XNNPACK"]
 

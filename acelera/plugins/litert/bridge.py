@@ -45,7 +45,7 @@ class Written:
 
 def unhostable(op: Operator, tensors: Iterable[Tensor | None]) -> str:
     """Why a node cannot be run as a standalone model ('' when it can)."""
-    for key, value in op.options.items():
+    for key in op.options:
         if key.endswith(("subgraph_index", "subgraph_indices")):
             return "it calls other subgraphs (control flow is not hosted)"
     for t in tensors:

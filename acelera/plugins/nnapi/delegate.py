@@ -25,20 +25,28 @@ NNAPI ignores `--min_nodes_per_partition`, as TFLite's provider does.
 from __future__ import annotations
 
 import os
-
 import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from acelera.backends.emulation import DeviceRunner, EmulatedDelegate
 from acelera.core.delegate import Support
 from acelera.core.errors import AceleraError
 from acelera.core.kernels.registry import Kernel, NodeContext
 from acelera.core.opcodes import CUSTOM
-from acelera.backends.emulation import DeviceRunner, EmulatedDelegate
 from acelera.plugins.nnapi.devices import CATALOGUE, REFERENCE, Device, DeviceSet
 from acelera.plugins.nnapi.rules import RULES, Target
-from acelera.plugins.nnapi.sdk import DEFAULT_SDK, FL5, FL7, MIN_SDK, NNAPI_1_2, NNAPI_1_3, level_name, \
-    nnapi_version, runtime_feature_level
+from acelera.plugins.nnapi.sdk import (
+    DEFAULT_SDK,
+    FL5,
+    FL7,
+    MIN_SDK,
+    NNAPI_1_2,
+    NNAPI_1_3,
+    level_name,
+    nnapi_version,
+    runtime_feature_level,
+)
 from acelera.plugins.nnapi.table import build_table, kernel_versions
 from acelera.registrar.flags import FlagError
 

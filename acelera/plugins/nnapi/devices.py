@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
+from acelera.backends.emulation import DeviceRunner, Fp16Runner, Fp32Runner, IntegerRunner
 from acelera.core.delegate import data_type
 from acelera.core.kernels.registry import NodeContext
-from acelera.backends.emulation import DeviceRunner, Fp16Runner, Fp32Runner, IntegerRunner
 from acelera.plugins.nnapi.rules import RULES
 from acelera.plugins.nnapi.sdk import FL7, NNAPI_1_3
 from acelera.plugins.nnapi.table import ALL_TYPES, DeviceConstraint

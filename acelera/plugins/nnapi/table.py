@@ -98,7 +98,7 @@ def build_row(rule: OpRule, target: Target, devices=None,
     allowed = rule.allowed_types(target.level)
     dtypes = ALL_TYPES if allowed is None else frozenset(allowed)
     constraints: list[Constraint] = [
-        Constraint(c.describe(target), (lambda c: lambda node: c.ok(node, target))(c))
+        Constraint(c.describe(target), (lambda c: lambda node: c.ok(node, target))(c))  # noqa: B023  (c is bound by the outer lambda)
         for c in rule.checks if c.when(target)]
     if devices is not None:
         dtypes = dtypes & devices.dtypes(rule.op)
