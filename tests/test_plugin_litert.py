@@ -343,7 +343,8 @@ def test_cli_conformance_certifies_the_native_delegate(cli, lib, tmp_path):
     assert {c["status"] for cs in by.values() for c in cs} == {"pass"}
     assert len(by["op"]) >= 8 and any(c["variant"] == "version:same_shape" for c in by["negative"])
     assert any(c["variant"].startswith("dtype:") for c in by["negative"])
-    assert {c["variant"] for c in by["behaviour"]} == {"repeat", "resize", "prepare-failure", "multi-delegate"}
+    assert {c["variant"] for c in by["behaviour"]} == {"repeat", "resize", "prepare-failure", "multi-delegate",
+                                                       "nan-inf"}
     assert {c["id"] for c in by["model"]} == {"model/tiny_cnn_float", "model/tiny_cnn_int8"}
     res = cli("conformance", "--delegate", "litert-external", "--models", str(models))
     assert res.exit_code == 1 and "UNAVAILABLE" in res.output and "--external_delegate_path" in res.output

@@ -1,7 +1,8 @@
 """Behaviour cases: on a short chain of an op the delegate declares, repeated invokes are
 bit-identical, resize then invoke gives the reference result, a failing prepare falls back to
-the CPU, and a second delegate gets exactly the nodes the partitioning rules give it
-(suite.py describes each). `BehaviourCases` is mixed into suite.Certification."""
+the CPU, a second delegate gets exactly the nodes the partitioning rules give it, and NaN and
++-inf inputs come out where the reference puts them (suite.py describes each).
+`BehaviourCases` is mixed into suite.Certification; `special_value_errors` is the NaN / Inf rule."""
 from __future__ import annotations
 
 from typing import Any
@@ -70,6 +71,71 @@ def chain_template(op: str) -> C.OpTemplate:
         opts = {"alpha": 0.2}
     dom = C.UNARY_DOMAIN.get(op, (-2, 2))
     return C.OpTemplate(op, (C.T(s, domain=dom),), (C.T(s, quant=C.UNARY_QUANT.get(op)),), opts, "chain")
+
+
+FLT_MAX = float(np.finfo(np.float32).max)
+#: the largest finite float16: a delegate computing in half overflows to +-inf beyond it
+HALF_MAX = 65504.0
+#: where the nan-inf case puts its special values in each float input (flat indices, taken modulo
+#: the input's size; the first of each kind goes first, so that a 1-element input holds NaN)
+SPECIAL_POSITIONS = {"nan": (0, 80), "+inf": (26, 107), "-inf": (49, 130)}
+
+
+def with_special_values(x: np.ndarray, kinds: tuple[str, ...] = ("nan", "+inf", "-inf"),
+                        offset: int = 0) -> tuple[np.ndarray, dict[str, list[int]]]:
+    """A copy of float array `x` holding NaN, +inf and -inf (those of `kinds`) at
+    SPECIAL_POSITIONS shifted by `offset` (so that two inputs need not hold them at the same
+    place), and where each went."""
+    y = np.array(x, copy=True)
+    flat = y.reshape(-1)
+    placed: dict[str, list[int]] = {}
+    if y.dtype.kind != "f" or not flat.size:
+        return y, placed
+    value = {"nan": np.nan, "+inf": np.inf, "-inf": -np.inf}
+    taken: set[int] = set()
+    for kind in kinds:
+        for p in SPECIAL_POSITIONS[kind]:
+            k = (p + offset) % flat.size
+            if k not in taken:
+                taken.add(k)
+                flat[k] = value[kind]
+                placed.setdefault(kind, []).append(k)
+    return y, placed
+
+
+def special_value_errors(test: np.ndarray, ref: np.ndarray, label: str = "output") -> list[str]:
+    """NaN / Inf agreement of a float output with the reference (empty when it agrees).
+
+    NaN exactly where the reference has NaN (in both directions: a delegate must neither turn
+    NaN into a plausible number nor make NaN of its own); where the reference is +-inf, the same
+    infinity. A saturated value counts as its infinity on either side: LiteRT's float kernels
+    clamp to +-FLT_MAX even without a fused activation (CalculateActivationRange), so +-FLT_MAX
+    and +-inf are one answer. A delegate's +-inf where the reference is finite beyond the
+    float16 range (with the same sign) is the overflow of half arithmetic, not an error.
+    """
+    t, r = np.asarray(test, np.float64), np.asarray(ref, np.float64)
+    if t.shape != r.shape:
+        return [f"{label}: shape {list(t.shape)} differs from reference {list(r.shape)}"]
+    out = []
+
+    def first(mask: np.ndarray, what: str) -> None:
+        k = np.flatnonzero(mask.reshape(-1))
+        if k.size:
+            i = int(k[0])
+            idx = list(np.unravel_index(i, r.shape)) if r.ndim else []
+            out.append(f"{label}: {k.size} element(s) {what}, e.g. at {[int(v) for v in idx]}: "
+                       f"test {t.reshape(-1)[i].item()!r}, reference {r.reshape(-1)[i].item()!r}")
+
+    nan_t, nan_r = np.isnan(t), np.isnan(r)
+    first(nan_r & ~nan_t, "not NaN where the reference is NaN")
+    first(nan_t & ~nan_r, "NaN where the reference is not")
+    with np.errstate(invalid="ignore"):
+        sat_r = np.where(np.abs(r) >= FLT_MAX, np.sign(r), 0.0)
+        sat_t = np.where(np.abs(t) >= FLT_MAX, np.sign(t), 0.0)
+        first((sat_r != 0) & ~nan_t & (sat_t != sat_r), "not the reference's infinity")
+        overflow = (np.abs(r) > HALF_MAX) & (np.sign(r) == np.sign(t))
+        first(np.isinf(t) & (sat_r == 0) & ~nan_r & ~overflow, "infinite where the reference is finite")
+    return out
 
 
 class _HelperDelegate(Delegate):
@@ -300,3 +366,47 @@ class BehaviourCases:
         res.latency_us = round(_invoke(it), 1)
         res.reference_latency_us = round(ref_us, 1)
         self._compare(res, _outputs(it), ref, _out_quant(ref_it), built.quantum, _numeric(dt), "model", None)
+
+    def _behaviour_nan_inf(self, case: C.Case, res: CaseResult) -> None:
+        tpl, v, dt = self._first_chain()
+        if dt not in C.FLOAT_DTYPES:
+            raise _Skip(f"the behaviour graph is {dt}: a quantized tensor holds no NaN or infinity")
+        d = self.delegate
+        m = self._run_length(d)
+        built = C.build_graph([tpl] * m, dt, v, self._rng(case))
+        res.op, res.version, res.dtype = tpl.op, v, dt
+        res.details["graph"] = f"{m} x {tpl.op} v{v} {dt}"
+        special, where = [], {}
+        for k, x in enumerate(built.inputs):
+            y, placed = with_special_values(x, offset=11 * k)
+            special.append(y)
+            if placed:
+                where[f"input {k}"] = placed
+        res.details["special_inputs"] = where
+        ref, ref_us, ref_it = _reference(built.model, special)
+        res.reference_latency_us = round(ref_us, 1)
+        it = self._delegated_run(res, built.model, d)
+        _feed(it, special)
+        res.latency_us = round(_invoke(it), 1)
+        outs = _outputs(it)
+        finite_ref, finite_outs = [], []
+        for k, (t, r) in enumerate(zip(outs, ref)):
+            if r.dtype.kind != "f" or t.shape != r.shape or t.dtype != r.dtype:
+                finite_ref.append(r)
+                finite_outs.append(t)
+                continue
+            res.errors += special_value_errors(t, r, f"output {k}")
+            with np.errstate(invalid="ignore"):
+                odd = ~np.isfinite(r) | ~np.isfinite(t) | (np.abs(r) >= FLT_MAX)
+            finite_ref.append(np.where(odd, 0, r).astype(r.dtype))
+            finite_outs.append(np.where(odd, 0, t).astype(t.dtype))
+        res.details["reference_nan"] = [int(np.isnan(r).sum()) for r in ref if r.dtype.kind == "f"]
+        # the finite elements keep the usual accuracy, and NaN leaves nothing behind: the next
+        # invoke on finite inputs gives the reference result
+        self._compare(res, finite_outs, finite_ref, _out_quant(ref_it), built.quantum, _numeric(dt), "model", None)
+        res.details["finite_outputs"] = res.details.pop("outputs", [])
+        clean_ref, _, _ = _reference(built.model, built.inputs)
+        _feed(it, built.inputs)
+        _invoke(it)
+        self._compare(res, _outputs(it), clean_ref, _out_quant(ref_it), built.quantum, _numeric(dt), "model", None)
+        res.details["outputs_after"] = res.details.pop("outputs", [])

@@ -159,10 +159,10 @@ def op_cases(table: Iterable[Any], *, seed: int = 0, variants_per_case: int = DE
         constrained = bool(row.constraints)
         refused_seen: set[tuple[str, str]] = set()
 
-        def refused(tpl: OpTemplate, v: int, dt: str, reason: str) -> None:
-            if (tpl.label, dt) not in refused_seen:
-                refused_seen.add((tpl.label, dt))
-                out.append(Case(f"neg/{op}/v{v}/{dt}/constraint:{tpl.label}", "negative", op, v, dt,
+        def refused(tpl: OpTemplate, v: int, dt: str, reason: str) -> None:  # noqa: B023  (called in this iteration)
+            if (tpl.label, dt) not in refused_seen:  # noqa: B023
+                refused_seen.add((tpl.label, dt))  # noqa: B023
+                out.append(Case(f"neg/{op}/v{v}/{dt}/constraint:{tpl.label}", "negative", op, v, dt,  # noqa: B023
                                 f"constraint:{tpl.label}", tpl, expect="refused", reason=reason))
 
         for vi, v in enumerate(range(row.min_version, row.max_version + 1)):
@@ -311,7 +311,7 @@ class _TinyCnn:
         return samples.tiny_cnn(quantized=self.quantized)
 
 
-BEHAVIOURS = ("repeat", "resize", "prepare-failure", "multi-delegate")
+BEHAVIOURS = ("repeat", "resize", "prepare-failure", "multi-delegate", "nan-inf")
 
 
 def behaviour_cases() -> list[Case]:
@@ -354,4 +354,4 @@ def select_shard(cases: Sequence[Case], shard: tuple[int, int] = (0, 1)) -> list
     return [c for k, c in enumerate(cases) if k % n == i]
 
 
-from acelera.conformance import generators_more as _generators_more  # noqa: F401  (generators of the newer ops)
+from acelera.conformance import generators_more as _generators_more  # noqa: F401,E402  (registers the newer ops' generators)

@@ -9,9 +9,7 @@ import numpy as np
 from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext
 from acelera.plugins.xnnpack_cpu import jit
-from acelera.plugins.xnnpack_cpu.spec import (
-    F32, PRELU, HSWISH, Act, Spec, act_numpy, clamp_fn, epilogue, f32c, seq, tile_row)
-
+from acelera.plugins.xnnpack_cpu.spec import F32, HSWISH, PRELU, Act, Spec, act_numpy, clamp_fn, epilogue, f32c, seq, tile_row
 
 # --- convolution, fully connected -------------------------------------------------------------
 

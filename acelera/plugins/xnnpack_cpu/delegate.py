@@ -11,7 +11,7 @@ from acelera.plugins.xnnpack_cpu.program import CompiledPartition
 from acelera.plugins.xnnpack_cpu.weight_cache import WeightCache, cache_key
 
 VERSION = "0.1.0"
-LAYOUT = "1"  # bump when a packed layout changes: old cache files become stale
+LAYOUT = "2"  # bump when a packed layout changes: old cache files become stale
 
 
 class XnnpackDelegate(Delegate):

@@ -499,4 +499,4 @@ if AVAILABLE:
             for j in range(n):
                 o[j] = o[j] / sm
 else:  # pragma: no cover - exercised with ACELERA_XNNPACK_NUMBA=0
-    epilogue = epilogue_onto = epilogue_partial = im2col = dw_1x1 = dw_taps = dw_taps9 = pool_max = pool_avg = fc_chain = resize_bilinear = mean_hw = act_flat = softmax_rows = None
+    epilogue = epilogue_onto = epilogue_partial = im2col = dw_1x1 = dw_taps = dw_taps9 = pool_max = pool_avg = fc_chain = resize_bilinear = mean_hw = act_flat = softmax_rows = None  # noqa: E501

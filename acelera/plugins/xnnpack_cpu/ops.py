@@ -8,8 +8,21 @@ from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext, lookup
 from acelera.plugins.xnnpack_cpu import jit, qjit
 from acelera.plugins.xnnpack_cpu.spec import (
-    EMPTY, F32, HSWISH, INF, KIND_OF_OP, PRELU, Act, Spec, clamp_fn, epilogue, f32c, prelu_numpy, seq, tile_row)
-
+    EMPTY,
+    F32,
+    HSWISH,
+    INF,
+    KIND_OF_OP,
+    PRELU,
+    Act,
+    Spec,
+    clamp_fn,
+    epilogue,
+    f32c,
+    prelu_numpy,
+    seq,
+    tile_row,
+)
 
 # --- pooling, mean ----------------------------------------------------------------------------
 
@@ -94,8 +107,29 @@ def resize_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
 
 # --- elementwise ------------------------------------------------------------------------------
 
-BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide,
-          "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
+BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide}
+#: LiteRT's MAXIMUM / MINIMUM: `a > b ? a : b` / `a < b ? a : b`, so NaN in b passes and NaN in a
+#: gives b (np.maximum would propagate both, np.fmax neither)
+SELECT = {"MAXIMUM": np.greater, "MINIMUM": np.less}
+
+
+def select_fn(cmp, x: np.ndarray, y: np.ndarray, out: np.ndarray, mask: np.ndarray):
+    """out = cmp(x, y) ? x : y, with out possibly the buffer of x or of y."""
+    copy, invert = np.copyto, np.logical_not
+    if np.shares_memory(out, y):
+        def run_onto_y():
+            cmp(x, y, out=mask)
+            copy(out, x, where=mask)
+        return run_onto_y
+    keep_x = np.shares_memory(out, x)
+
+    def run():
+        cmp(x, y, out=mask)
+        if not keep_x:
+            copy(out, x)
+        invert(mask, out=mask)
+        copy(out, y, where=mask)
+    return run
 
 
 def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: int, out_shape, act: Act) -> Spec:
@@ -117,6 +151,8 @@ def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: in
     rows = int(np.prod(out_shape[:-2])) if chan is not None else 0
     row = out_shape[-1] * out_shape[-2] if chan is not None else 0
     scratch = (((row,), F32),) if chan is not None and isinstance(operands[chan], int) else ()
+    if op in SELECT:
+        scratch += (((int(np.prod(out_shape)),), np.bool_),)
 
     def build(a, s, _p, _k):
         x, y = (a[o] if isinstance(o, int) else o for o in operands)
@@ -137,6 +173,8 @@ def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: in
             def run():
                 np.subtract(x, y, out=out)
                 np.multiply(out, out, out=out)
+        elif op in SELECT:
+            run = select_fn(SELECT[op], x, y, out, s[-1].reshape(out.shape))
         else:
             f = BINARY[op]
 

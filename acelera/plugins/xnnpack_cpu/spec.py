@@ -71,6 +71,11 @@ class Act:
 
 
 def f32c(v: float) -> np.float32:
+    """An activation bound in float32. An open side stays infinite, as XNNPACK's output_min /
+    output_max: a finite FLT_MAX bound would turn +-inf results into +-3.4e38 (NaN passes the
+    kernels' min(max(x, lo), hi) either way)."""
+    if np.isinf(v):
+        return F32(v)
     return F32(np.clip(v, -3.4028234663852886e38, 3.4028234663852886e38))
 
 

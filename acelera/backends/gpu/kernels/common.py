@@ -61,6 +61,16 @@ OPENCL_BASE = r"""
 
 inline float4 as01(int4 m) { return select((float4)(0.0f), (float4)(1.0f), m); }
 
+/* NaN in, NaN out, as LiteRT's std::min(std::max(x, lo), hi): fmin / fmax / clamp would return
+   the bound for a NaN x. max_ab / min_ab are LiteRT's `a > b ? a : b` / `a < b ? a : b` (NaN in
+   b passes, NaN in a gives b). Macros: the same text serves float and float4 (OpenCL C has no
+   overloading of user functions). */
+#define nclamp(x, lo, hi) select(fmin(fmax((x), (lo)), (hi)), (x), isnan(x))
+#define max_ab(a, b) select((b), (a), isgreater((a), (b)))
+#define min_ab(a, b) select((b), (a), isless((a), (b)))
+/* tanh, exactly +-1 beyond |x| = 10 as in float32 C (GELU's 1 + tanh is then exactly 0: NaN at -inf) */
+inline float4 tanh_sat(float4 x) { return select(tanh(x), sign(x), isgreater(fabs(x), (float4)(10.0f))); }
+
 /* float -> int32 as LiteRT casts: truncate, saturate (2^31 stands for INT32_MAX: the host
    clamps it), NaN -> INT32_MAX. */
 inline float4 to_int32(float4 v) {
@@ -90,13 +100,31 @@ float CF(int j) { return uintBitsToFloat(c[j]); }
 int gid() { return int(gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u); }
 vec4 rnd(vec4 x) { return sign(x) * floor(abs(x) + 0.5); }
 vec4 as01(bvec4 m) { return mix(vec4(0.0), vec4(1.0), m); }
+/* GLSL's min, max and clamp are undefined for NaN: nclamp keeps a NaN x (LiteRT's
+   std::min(std::max(x, lo), hi)); max_ab / min_ab are LiteRT's `a > b ? a : b` / `a < b ? a : b`
+   (NaN in b passes, NaN in a gives b). The NaN tests are explicit: a compiler may turn the bare
+   select into max / min (Mesa does), which drops the NaN of b. */
+vec4 nclamp(vec4 x, float lo, float hi) { return mix(clamp(x, lo, hi), x, isnan(x)); }
+float nclamp(float x, float lo, float hi) { return isnan(x) ? x : clamp(x, lo, hi); }
+bvec4 either_nan(vec4 a, vec4 b) { return bvec4(uvec4(isnan(a)) | uvec4(isnan(b))); }
+vec4 max_ab(vec4 a, vec4 b) { return mix(mix(b, a, greaterThan(a, b)), b, either_nan(a, b)); }
+vec4 min_ab(vec4 a, vec4 b) { return mix(mix(b, a, lessThan(a, b)), b, either_nan(a, b)); }
+float max_ab(float a, float b) { return isnan(a) || isnan(b) ? b : (a > b ? a : b); }
+float min_ab(float a, float b) { return isnan(a) || isnan(b) ? b : (a < b ? a : b); }
+/* tanh for every float (GLSL's overflows for large |x|): exactly +-1 beyond |x| = 10, as in float32
+   C; NaN stays NaN */
+vec4 ntanh(vec4 x) {
+  return mix(mix(tanh(clamp(x, -10.0, 10.0)), sign(x), greaterThan(abs(x), vec4(10.0))), x, isnan(x));
+}
 /* GELU 0.5 x erfc(-x / sqrt 2) as max(x, 0) - 0.5 |x| erfc(|x| / sqrt 2), erfc by Abramowitz &
-   Stegun 7.1.26 (GLSL has no erf; absolute error < 1.5e-7), as the CPU reference computes it */
+   Stegun 7.1.26 (GLSL has no erf; absolute error < 1.5e-7), as the CPU reference computes it;
+   +inf gives +inf, as LiteRT's 0.5 x erfc(-x / sqrt 2) does (not inf - inf) */
 vec4 gelu_erf(vec4 x) {
   vec4 ax = abs(x), z = ax * 0.70710678;
   vec4 t = 1.0 / (1.0 + 0.3275911 * z);
   vec4 p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-  return max(x, 0.0) - 0.5 * ax * p * exp(-z * z);
+  vec4 r = max_ab(x, vec4(0.0)) - 0.5 * ax * p * exp(-z * z);
+  return mix(r, x, bvec4(uvec4(isinf(x)) & uvec4(greaterThan(x, vec4(0.0)))));
 }
 /* float -> int32 as LiteRT casts: truncate, saturate (2^31 stands for INT32_MAX), NaN -> max */
 vec4 to_int32(vec4 v) {
@@ -133,7 +161,7 @@ def glsl_exact_loads() -> str:
 OPENCL_UNARY_OP = r"""
 inline float4 unary_op(float4 v, int code, float lo, float hi) {
   switch (code) {
-    case U_CLAMP: return fmin(fmax(v, (float4)(lo)), (float4)(hi));
+    case U_CLAMP: return nclamp(v, lo, hi);
     case U_TANH: return tanh(v);
     case U_SIGMOID: return 1.0f / (1.0f + exp(-v));
     case U_HARD_SWISH: return v * clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f;
@@ -153,7 +181,7 @@ inline float4 unary_op(float4 v, int code, float lo, float hi) {
     case U_CEIL: return ceil(v);
     case U_SNAP: return round(v / lo) * lo;
     case U_GELU: return 0.5f * v * erfc(-v * M_SQRT1_2_F);
-    case U_GELU_TANH: return 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    case U_GELU_TANH: return 0.5f * v * (1.0f + tanh_sat(0.7978845608f * (v + 0.044715f * v * v * v)));
     case U_TO_INT32: return to_int32(v);
     case U_TO_BOOL: return as01(isnotequal(v, (float4)(0.0f)));
   }
@@ -164,8 +192,8 @@ inline float4 unary_op(float4 v, int code, float lo, float hi) {
 GLSL_UNARY_OP = r"""
 vec4 unary_op(vec4 v, int code, float lo, float hi) {
   switch (code) {
-    case U_CLAMP: return min(max(v, vec4(lo)), vec4(hi));
-    case U_TANH: return mix(tanh(clamp(v, -10.0, 10.0)), v, isnan(v));
+    case U_CLAMP: return nclamp(v, lo, hi);
+    case U_TANH: return ntanh(v);
     case U_SIGMOID: return 1.0 / (1.0 + exp(-v));
     case U_HARD_SWISH: return v * clamp(v + 3.0, 0.0, 6.0) / 6.0;
     case U_LEAKY: return mix(v * lo, v, greaterThanEqual(v, vec4(0.0)));
@@ -184,7 +212,7 @@ vec4 unary_op(vec4 v, int code, float lo, float hi) {
     case U_CEIL: return ceil(v);
     case U_SNAP: return rnd(v / lo) * lo;
     case U_GELU: return gelu_erf(v);
-    case U_GELU_TANH: return 0.5 * v * (1.0 + tanh(clamp(0.7978845608 * (v + 0.044715 * v * v * v), -10.0, 10.0)));
+    case U_GELU_TANH: return 0.5 * v * (1.0 + ntanh(0.7978845608 * (v + 0.044715 * v * v * v)));
     case U_TO_INT32: return to_int32(v);
     case U_TO_BOOL: return as01(notEqual(v, vec4(0.0)));
   }

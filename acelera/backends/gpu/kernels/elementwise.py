@@ -55,8 +55,8 @@ inline float4 binary_op(float4 x, float4 y, int code) {
     case B_SUB: return x - y;
     case B_MUL: return x * y;
     case B_DIV: return x / y;
-    case B_MAX: return fmax(x, y);
-    case B_MIN: return fmin(x, y);
+    case B_MAX: return max_ab(x, y);
+    case B_MIN: return min_ab(x, y);
     case B_PRELU: return select(x * y, x, isgreaterequal(x, (float4)(0.0f)));
     case B_SQDIFF: return (x - y) * (x - y);
     case B_POW: return pow(x, y);
@@ -109,24 +109,28 @@ vec4 floor_div(vec4 x, vec4 y) {
   q = mix(q, q - 1.0, bvec4(p & uvec4(lessThan(r, vec4(0.0))) | n & uvec4(greaterThan(r, vec4(0.0)))));
   return mix(q, q + 1.0, bvec4(p & uvec4(greaterThanEqual(r, y)) | n & uvec4(lessThanEqual(r, y))));
 }
-/* TFLite's FloorMod: the truncated remainder (no fmod in GLSL: x - y trunc(x / y)) moved to the
-   divisor's sign */
+/* TFLite's FloorMod: the truncated remainder (no fmod in GLSL: x - y trunc(x / y); C's fmod(x, +-inf)
+   is x for a finite x) moved to the divisor's sign */
 vec4 floor_mod(vec4 x, vec4 y) {
-  vec4 m = x - y * trunc(x / y);
+  vec4 m = mix(x - y * trunc(x / y), x, bvec4(uvec4(isinf(y)) & uvec4(not(isinf(x)))));
   uvec4 moved = uvec4(lessThan(y, vec4(0.0))) ^ uvec4(lessThan(m, vec4(0.0)));
   return mix(m, m + y, bvec4(uvec4(notEqual(m, vec4(0.0))) & moved));
 }
 /* C's pow (GLSL's pow is undefined for x < 0, and for x == 0 with y <= 0): pow(|x|, y), negated
-   for a negative base (or -0) and an odd integer power, NaN for a negative base and a
-   non-integer power or a NaN operand; pow(x, 0) = pow(1, y) = 1, pow(+-0, y) = +-0 / +-inf */
+   for a negative base (or -0) and an odd integer power, NaN for a negative finite base and a
+   non-integer finite power or a NaN operand; pow(x, 0) = pow(1, y) = pow(-1, +-inf) = 1,
+   pow(+-0, y) = +-0 / +-inf, pow(+-inf, y) = +-0 / +-inf, pow(x, +-inf) = 0 / inf by |x| < 1 */
 vec4 cpow(vec4 x, vec4 y) {
   vec4 r = pow(abs(x), y);
+  float inf = uintBitsToFloat(0x7F800000u);
   for (int k = 0; k < 4; k++) {
     float a = x[k], e = y[k];
-    bool neg = (floatBitsToUint(a) >> 31) != 0u, odd = e == floor(e) && mod(e, 2.0) == 1.0;
+    bool neg = (floatBitsToUint(a) >> 31) != 0u, odd = !isinf(e) && e == floor(e) && mod(e, 2.0) == 1.0;
     if (e == 0.0 || a == 1.0) r[k] = 1.0;
-    else if (isnan(a) || isnan(e) || (a < 0.0 && e != floor(e))) r[k] = uintBitsToFloat(0x7FC00000u);
-    else if (a == 0.0) r[k] = e > 0.0 ? 0.0 : uintBitsToFloat(0x7F800000u);
+    else if (isnan(a) || isnan(e)) r[k] = uintBitsToFloat(0x7FC00000u);
+    else if (isinf(e)) r[k] = abs(a) == 1.0 ? 1.0 : ((abs(a) < 1.0) == (e > 0.0) ? 0.0 : inf);
+    else if (a == 0.0 || isinf(a)) r[k] = (e > 0.0) == isinf(a) ? inf : 0.0;
+    else if (a < 0.0 && e != floor(e)) r[k] = uintBitsToFloat(0x7FC00000u);
     if (neg && odd && !isnan(r[k])) r[k] = -r[k];
   }
   return r;
@@ -137,8 +141,8 @@ vec4 binary_op(vec4 x, vec4 y, int code) {
     case B_SUB: return x - y;
     case B_MUL: return x * y;
     case B_DIV: return x / y;
-    case B_MAX: return max(x, y);
-    case B_MIN: return min(x, y);
+    case B_MAX: return max_ab(x, y);
+    case B_MIN: return min_ab(x, y);
     case B_PRELU: return mix(x * y, x, greaterThanEqual(x, vec4(0.0)));
     case B_SQDIFF: return (x - y) * (x - y);
     case B_POW: return cpow(x, y);

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from acelera.backends.gpu.kernels import KERNELS as _KERNELS
 from acelera.backends.gpu.kernels.common import (
-    GLSL_HEADER, GLSL_STORE, GLSL_STORE_FLOAT, GLSL_STORE_HALF, glsl_loads,
+    GLSL_HEADER,
+    GLSL_STORE,
+    GLSL_STORE_FLOAT,
+    GLSL_STORE_HALF,
+    glsl_loads,
 )
 from acelera.backends.gpu.params import preamble
 

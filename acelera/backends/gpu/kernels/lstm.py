@@ -27,8 +27,8 @@ void main() {
   int s = j % S, g0 = (j / S) * 4 * S + s;
   vec4 ig = 1.0 / (1.0 + exp(-LD4_a(g0)));
   vec4 f = 1.0 / (1.0 + exp(-LD4_a(g0 + 2 * S)));
-  vec4 st = ig * tanh(clamp(LD4_a(g0 + S), -10.0, 10.0)) + f * LD4_b(j);
-  if (P(LSTM_ACTIV) != 0) st = tanh(clamp(st, -10.0, 10.0)) / (1.0 + exp(-LD4_a(g0 + 3 * S)));
+  vec4 st = ig * ntanh(LD4_a(g0 + S)) + f * LD4_b(j);
+  if (P(LSTM_ACTIV) != 0) st = ntanh(st) / (1.0 + exp(-LD4_a(g0 + 3 * S)));
   store4(epilogue(st), j, s);
 }
 """

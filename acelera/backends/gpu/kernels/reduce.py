@@ -1,5 +1,8 @@
 """Reductions: `softmax` over the channels of every pixel, and `reduce` over any of b, h, w, c
 (codes R_*; the output keeps reduced dimensions as 1). Geometry: SOFTMAX_*, REDUCE_* in params.
+
+Maxima and minima are LiteRT's `in > acc ? in : acc` (`max_ab(v, acc)`): a NaN input is skipped
+by the comparison (the softmax of a row holding NaN is still NaN, through exp).
 """
 from __future__ import annotations
 
@@ -17,10 +20,10 @@ __kernel void softmax(KARGS) {
   for (int s = 0; s < S; s++) {
     float4 v = LD4(a, base + s * HW);
     int r = C - 4 * s;
-    m = fmax(m, v.x);
-    if (r > 1) m = fmax(m, v.y);
-    if (r > 2) m = fmax(m, v.z);
-    if (r > 3) m = fmax(m, v.w);
+    m = max_ab(v.x, m);
+    if (r > 1) m = max_ab(v.y, m);
+    if (r > 2) m = max_ab(v.z, m);
+    if (r > 3) m = max_ab(v.w, m);
   }
   float sum = 0.0f;
   for (int s = 0; s < S; s++) {
@@ -50,10 +53,10 @@ void main() {
   for (int s = 0; s < S; s++) {
     vec4 v = LD4_a(base + s * HW);
     int r = C - 4 * s;
-    m = max(m, v.x);
-    if (r > 1) m = max(m, v.y);
-    if (r > 2) m = max(m, v.z);
-    if (r > 3) m = max(m, v.w);
+    m = max_ab(v.x, m);
+    if (r > 1) m = max_ab(v.y, m);
+    if (r > 2) m = max_ab(v.z, m);
+    if (r > 3) m = max_ab(v.w, m);
   }
   float sum = 0.0;
   for (int s = 0; s < S; s++) {
@@ -73,14 +76,14 @@ void main() {
 
 REDUCE_OPENCL = r"""
 inline float red1(float acc, float v, int code) {
-  if (code == R_MAX) return fmax(acc, v);
-  if (code == R_MIN) return fmin(acc, v);
+  if (code == R_MAX) return max_ab(v, acc);
+  if (code == R_MIN) return min_ab(v, acc);
   if (code == R_PROD) return acc * v;
   return acc + v;
 }
 inline float4 red4(float4 acc, float4 v, int code) {
-  if (code == R_MAX) return fmax(acc, v);
-  if (code == R_MIN) return fmin(acc, v);
+  if (code == R_MAX) return max_ab(v, acc);
+  if (code == R_MIN) return min_ab(v, acc);
   if (code == R_PROD) return acc * v;
   return acc + v;
 }
@@ -119,14 +122,14 @@ __kernel void reduce(KARGS) {
 
 REDUCE_GLSL = r"""
 float red1(float acc, float v, int code) {
-  if (code == R_MAX) return max(acc, v);
-  if (code == R_MIN) return min(acc, v);
+  if (code == R_MAX) return max_ab(v, acc);
+  if (code == R_MIN) return min_ab(v, acc);
   if (code == R_PROD) return acc * v;
   return acc + v;
 }
 vec4 red4(vec4 acc, vec4 v, int code) {
-  if (code == R_MAX) return max(acc, v);
-  if (code == R_MIN) return min(acc, v);
+  if (code == R_MAX) return max_ab(v, acc);
+  if (code == R_MIN) return min_ab(v, acc);
   if (code == R_PROD) return acc * v;
   return acc + v;
 }

@@ -1,6 +1,9 @@
 """Kernels over the spatial plane: `pool` (max / average) and `resize` (bilinear / nearest).
 Geometry: POOL_*, RESIZE_* in params.
 
+Max pooling is LiteRT's std::max(acc, v) from the lowest float (`max_ab(v, acc)`): a NaN tap is
+skipped, an all-NaN or all -inf window gives the lowest float.
+
 `resize` reads per-axis tables from `c`: int y0[OH], y1[OH], x0[OW], x1[OW], then float fy[OH],
 fx[OW] (ops/elementwise.py: resize).
 """
@@ -27,7 +30,7 @@ __kernel void pool(KARGS) {
       int x = x0 + kx;
       if (x < 0 || x >= IW) continue;
       float4 v = LD4(a, ((bb * S + s) * IH + y) * IW + x);
-      acc = avg ? acc + v : fmax(acc, v);
+      acc = avg ? acc + v : max_ab(v, acc);
       n++;
     }
   }
@@ -55,7 +58,7 @@ void main() {
       int x = x0 + kx;
       if (x < 0 || x >= IW) continue;
       vec4 v = LD4_a(((bb * S + s) * IH + y) * IW + x);
-      acc = avg ? acc + v : max(acc, v);
+      acc = avg ? acc + v : max_ab(v, acc);
       n++;
     }
   }
