@@ -176,3 +176,20 @@ def test_float64_answer_of_a_real_model_agrees_with_float32():
     (y64,) = ref.run([x])
     assert y64.dtype == np.float64
     np.testing.assert_allclose(y64, y32, rtol=1e-4, atol=1e-5)
+
+
+def test_stateful_models_are_compared_from_the_initial_state_every_run():
+    """LSTM state tensors: the float64 answer and the float32 runs all start from zero state."""
+    path = ZOO / "lstm_tfkeras_float32.tflite"
+    m = load_model(path)
+    from acelera.conformance.floor import _interp, _run
+
+    ref = _interp(str(path))
+    exact = Float64Reference(m)
+    rng = np.random.default_rng(3)
+    shape = tuple(m.main.tensors[m.main.inputs[0]].shape)
+    for _ in range(3):
+        x = rng.uniform(-1, 1, shape).astype(np.float32)
+        (y32,) = _run(ref, [x])
+        (y64,) = exact.run([x])
+        np.testing.assert_allclose(y64, y32, rtol=1e-4, atol=1e-5)

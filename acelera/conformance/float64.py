@@ -166,8 +166,11 @@ class Float64Reference:
         return len(self.model.main.operators) - len(self.ex.narrow)
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """The model's outputs for `inputs` (float outputs as float64)."""
+        """The model's outputs for `inputs` from the initial state (float outputs as float64).
+        Variable (state) tensors are reset first: a narrow kernel updates a float32 copy of a
+        state, so state cannot carry from one run to the next here."""
         sg = self.ex.sg
+        self.ex.reset_variables()  # from the initial state, like floor.py's float32 runs
         for t, x in zip(sg.inputs, inputs):
             self.ex.values[t] = np.asarray(x).astype(sg.tensors[t].dtype)
         self.ex.run()

@@ -78,6 +78,7 @@ def _inputs(rng: np.random.Generator, it: Interpreter, bounds) -> list[np.ndarra
 
 
 def _run(it: Interpreter, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    it.reset_all_variables()  # every run from the initial state: stateful models (LSTM states) compare alike
     for det, x in zip(it.get_input_details(), inputs):
         it.set_tensor(det["index"], x)
     with np.errstate(all="ignore"):
