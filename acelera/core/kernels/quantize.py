@@ -117,6 +117,25 @@ def quantize(node: NodeContext):
     return run_requantize_lut
 
 
+def _integer_params(node: NodeContext, x):
+    """(scale, zero point) of an integer DEQUANTIZE input, per tensor or per channel (arrays
+    shaped to broadcast), refusing what LiteRT's kernel refuses."""
+    if x.type_name not in ("INT8", "UINT8", "INT16", "INT4"):
+        raise node.unsupported(f"input type {x.type_name} is not supported")
+    q = x.quantization
+    if q.per_channel:
+        if x.type_name == "INT16":
+            raise node.unsupported("per-channel INT16 input is not supported")
+        axis = int(q.quantized_dimension)
+        if not 0 <= axis < len(x.shape) or x.shape[axis] != q.scale.size:
+            raise node.unsupported("per-channel quantization does not match the input shape")
+        return _channel_params(x, len(x.shape))
+    scale, zp = scale_zp(x)
+    if x.type_name == "INT16" and zp != 0:
+        raise node.unsupported("INT16 input needs zero_point 0")
+    return scale, zp
+
+
 def _dequantize_f64(node: NodeContext):
     """DEQUANTIZE to a widened output: double(scale) * (q - zp), float16/float8 exactly."""
     x = node.input(0)
@@ -132,20 +151,7 @@ def _dequantize_f64(node: NodeContext):
         def run_fp8(x):
             return np.asarray(f8_to_f32(x, name), np.float64)
         return run_fp8
-    if x.type_name not in ("INT8", "UINT8", "INT16", "INT4"):
-        raise node.unsupported(f"input type {x.type_name} is not supported")
-    q = x.quantization
-    if q.per_channel:
-        if x.type_name == "INT16":
-            raise node.unsupported("per-channel INT16 input is not supported")
-        axis = int(q.quantized_dimension)
-        if not 0 <= axis < len(x.shape) or x.shape[axis] != q.scale.size:
-            raise node.unsupported("per-channel quantization does not match the input shape")
-        scale, zp = _channel_params(x, len(x.shape))
-    else:
-        scale, zp = scale_zp(x)
-        if x.type_name == "INT16" and zp != 0:
-            raise node.unsupported("INT16 input needs zero_point 0")
+    scale, zp = _integer_params(node, x)
     scale = np.asarray(scale, np.float64)
     zpf = np.asarray(zp, np.float64)
 
@@ -178,16 +184,8 @@ def dequantize(node: NodeContext):
         def run_fp8(x):
             return np.asarray(f8_to_f32(x, name))
         return run_fp8
-    if x.type_name not in ("INT8", "UINT8", "INT16", "INT4"):
-        raise node.unsupported(f"input type {x.type_name} is not supported")
-    q = x.quantization
-    if q.per_channel:
-        if x.type_name == "INT16":
-            raise node.unsupported("per-channel INT16 input is not supported")
-        axis = int(q.quantized_dimension)
-        if not 0 <= axis < len(x.shape) or x.shape[axis] != q.scale.size:
-            raise node.unsupported("per-channel quantization does not match the input shape")
-        scale, zp = _channel_params(x, len(x.shape))
+    scale, zp = _integer_params(node, x)
+    if x.quantization.per_channel:
         zpf = zp.astype(np.float32)
 
         def run_per_channel(x):
@@ -196,10 +194,6 @@ def dequantize(node: NodeContext):
             v *= scale
             return v
         return run_per_channel
-
-    scale, zp = scale_zp(x)
-    if x.type_name == "INT16" and zp != 0:
-        raise node.unsupported("INT16 input needs zero_point 0")
 
     # float(double(scale) * (q - zp)) == float32(scale) * float32(q - zp): the double product of
     # a float32 and an integer below 2**24 is exact, so both round the exact product once.
