@@ -117,6 +117,23 @@ def quantize(node: NodeContext):
     return run_requantize_lut
 
 
+def _float_input(node: NodeContext, x, ft):
+    """DEQUANTIZE of a FLOAT16 or FLOAT8 input to float type `ft` (exact), or None."""
+    if x.type_name == "FLOAT16":
+        def run_fp16(x):
+            return np.asarray(x, ft)
+        return run_fp16
+    if x.type_name in FLOAT8:
+        if x.quantization.per_channel:
+            raise node.unsupported(f"per-channel {x.type_name} input is not supported")
+        name = x.type_name
+
+        def run_fp8(x):
+            return np.asarray(f8_to_f32(x, name), ft)
+        return run_fp8
+    return None
+
+
 def _integer_params(node: NodeContext, x):
     """(scale, zero point) of an integer DEQUANTIZE input, per tensor or per channel (arrays
     shaped to broadcast), refusing what LiteRT's kernel refuses."""
@@ -139,18 +156,9 @@ def _integer_params(node: NodeContext, x):
 def _dequantize_f64(node: NodeContext):
     """DEQUANTIZE to a widened output: double(scale) * (q - zp), float16/float8 exactly."""
     x = node.input(0)
-    if x.type_name == "FLOAT16":
-        def run_fp16(x):
-            return np.asarray(x, np.float64)
-        return run_fp16
-    if x.type_name in FLOAT8:
-        if x.quantization.per_channel:
-            raise node.unsupported(f"per-channel {x.type_name} input is not supported")
-        name = x.type_name
-
-        def run_fp8(x):
-            return np.asarray(f8_to_f32(x, name), np.float64)
-        return run_fp8
+    run_float = _float_input(node, x, np.float64)
+    if run_float is not None:
+        return run_float
     scale, zp = _integer_params(node, x)
     scale = np.asarray(scale, np.float64)
     zpf = np.asarray(zp, np.float64)
@@ -172,18 +180,9 @@ def dequantize(node: NodeContext):
         raise node.unsupported(f"output type {out.type_name} is not supported (DEQUANTIZE produces FLOAT32)")
     if out.type_name == "FLOAT64":  # widening: the exact float64 values
         return _dequantize_f64(node)
-    if x.type_name == "FLOAT16":
-        def run_fp16(x):
-            return np.asarray(x, np.float32)
-        return run_fp16
-    if x.type_name in FLOAT8:
-        if x.quantization.per_channel:
-            raise node.unsupported(f"per-channel {x.type_name} input is not supported")
-        name = x.type_name
-
-        def run_fp8(x):
-            return np.asarray(f8_to_f32(x, name))
-        return run_fp8
+    run_float = _float_input(node, x, np.float32)
+    if run_float is not None:
+        return run_float
     scale, zp = _integer_params(node, x)
     if x.quantization.per_channel:
         zpf = zp.astype(np.float32)
