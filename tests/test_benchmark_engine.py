@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from acelera import AceleraError, Interpreter, OpResolverType
-from acelera.cli.benchmark_engine import (
+from acelera.benchmarking import (
     BENCHMARK_FLAGS,
     BenchmarkParamError,
     BenchmarkParams,

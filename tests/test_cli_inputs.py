@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import typer
 
-from acelera.cli.app import benchmark_flags, build_app, main, parse_shard
-from acelera.cli.benchmark_engine import (
+from acelera.benchmarking import (
     BENCHMARK_RANGES,
     BenchmarkParamError,
     BenchmarkParams,
     BenchmarkRangeError,
     validate_params,
 )
+from acelera.cli.app import benchmark_flags, build_app, main, parse_shard
 from acelera.cli.options import TOOL_RANGES, ranged
 from acelera.core.errors import ModelError
 from acelera.core.files import CONFIG_MAX_BYTES, FileError, check_model_path, read_regular_file, write_text_file

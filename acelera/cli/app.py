@@ -54,7 +54,7 @@ def resolve(ctx: typer.Context, raw: dict, flagset: FlagSet, config: Optional[Pa
 
 
 def benchmark_flags() -> list[Flag]:
-    from acelera.cli.benchmark_engine import BENCHMARK_FLAGS, BENCHMARK_RANGES
+    from acelera.benchmarking import BENCHMARK_FLAGS, BENCHMARK_RANGES
 
     return [ranged(Flag(n, t, d, h, "benchmark", "Benchmark"), BENCHMARK_RANGES) for n, t, d, h in BENCHMARK_FLAGS]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from dataclasses import fields
 
-from acelera.cli.benchmark_engine import BenchmarkParams, run_benchmark
+from acelera.benchmarking import BenchmarkParams, run_benchmark
 from acelera.cli.options import PATH_FLAGS, check_path_flags
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter, OpResolverType
