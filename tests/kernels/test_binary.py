@@ -12,7 +12,7 @@ from acelera.core import quant
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter
-from acelera.core.kernels import binary
+from acelera.core.kernels import binary_common as binary
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # float overflow on purpose
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))

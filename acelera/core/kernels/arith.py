@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.errors import ModelError
-from acelera.core.kernels.activations import ndarray_kernel, unary_io
-from acelera.core.kernels.binary import FLOATS, I8, I16, I32, I64, binary_operands, float_dtypes, scalar_safe
+from acelera.core.kernels.binary_common import FLOATS, I8, I16, I32, I64, binary_operands, float_dtypes, scalar_safe
 from acelera.core.kernels.registry import NodeContext, check_divisor, register
+from acelera.core.kernels.unary_common import ndarray_kernel, unary_io
 
 
 @register("ADD_N", max_version=1, dtypes=("FLOAT32", "INT32"))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core import quant
-from acelera.core.kernels.binary import clip_ufunc
+from acelera.core.kernels.binary_common import clip_ufunc
 from acelera.core.kernels.fully_connected import acc_bound, quantize_rows
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import wrap_int32

@@ -18,7 +18,7 @@ import numpy as np
 
 from acelera.core.dtypes import TYPE_NAMES
 from acelera.core.errors import ModelError
-from acelera.core.kernels.binary import (
+from acelera.core.kernels.binary_common import (
     F32,
     I8,
     I16,

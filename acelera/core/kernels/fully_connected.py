@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from acelera.core import quant
-from acelera.core.kernels.binary import clip_ufunc
+from acelera.core.kernels.binary_common import clip_ufunc
 from acelera.core.kernels.common import (
     ACTIVATION_NAMES,
     NONE,

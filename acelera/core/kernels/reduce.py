@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from acelera.core.kernels.binary import clip_ufunc
+from acelera.core.kernels.binary_common import clip_ufunc
 from acelera.core.kernels.common import scale_zp
 from acelera.core.kernels.float_formats import ALIASED_TYPES
 from acelera.core.kernels.registry import NodeContext, register

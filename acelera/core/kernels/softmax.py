@@ -23,7 +23,10 @@ import math
 import numpy as np
 
 from acelera.core.executor import fp_errors_ignored
-from acelera.core.kernels.activations import (
+from acelera.core.kernels.binary_common import clip_ufunc
+from acelera.core.kernels.common import lut_apply
+from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.unary_common import (
     F32,
     INT32_MAX,
     INT32_MIN,
@@ -35,9 +38,6 @@ from acelera.core.kernels.activations import (
     ndarray_kernel,
     require_per_tensor,
 )
-from acelera.core.kernels.binary import clip_ufunc
-from acelera.core.kernels.common import lut_apply
-from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -404,7 +404,7 @@ def _int16_softmax_luts() -> tuple[np.ndarray, np.ndarray]:
     """SoftmaxPrepare's int16 tables (double precision), expanded over every int16 input."""
     global _INT16_LUTS
     if _INT16_LUTS is None:
-        from acelera.core.kernels.activations import libm
+        from acelera.core.kernels.unary_common import libm
         exp64 = libm("exp", single=False)
         rng = 65535
         exp_lut = lut16(10.0 / rng, 32767, 2.0 / rng, 0, exp64, np.float64)

@@ -26,7 +26,11 @@ import functools
 import numpy as np
 
 from acelera.core.executor import fp_errors_ignored
-from acelera.core.kernels.activations import (
+from acelera.core.kernels.common import domain, lut_apply
+from acelera.core.kernels.float_formats import table16
+from acelera.core.kernels.registry import NodeContext, register
+from acelera.core.kernels.softmax import rdbpot, sat_lshift, srdhm, srdhm_unsaturated
+from acelera.core.kernels.unary_common import (
     F32,
     INT32_MAX,
     cvt_f2i32,
@@ -41,10 +45,6 @@ from acelera.core.kernels.activations import (
     to_table,
     unary_io,
 )
-from acelera.core.kernels.common import domain, lut_apply
-from acelera.core.kernels.float_formats import table16
-from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.kernels.softmax import rdbpot, sat_lshift, srdhm, srdhm_unsaturated
 from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32, wrap_int32_inplace
 
 
