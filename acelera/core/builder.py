@@ -121,6 +121,18 @@ def _type_code(dtype: Any) -> int:
     return dtypes.type_code(dtype)
 
 
+def _packed(name: str, data: Any, code: int) -> bytes:
+    """The packed buffer of an INT4/INT2/UINT4 constant (ValueError for values the type cannot hold)."""
+    arr = np.asarray(data)
+    type_name = dtypes.TYPE_NAMES[code]
+    if arr.size and arr.dtype.kind not in "iub":
+        raise ValueError(f"{type_name} constant '{name}' needs integer values, got {arr.dtype}")
+    lo, hi = dtypes.PACKED_RANGES[code]
+    if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
+        raise ValueError(f"{type_name} constant '{name}' has values outside [{lo}, {hi}]")
+    return dtypes.pack(arr, code)
+
+
 def _camel(key: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in key.split("_"))
 
@@ -193,10 +205,14 @@ class ModelBuilder:
 
     def add_constant(self, name: str, data: np.ndarray, quant: tuple | None = None, *,
                      dtype: Any = None, sparsity: dict | None = None, shape: Sequence[int] | None = None) -> int:
-        """Add a constant tensor backed by a buffer holding `data`."""
+        """Add a constant tensor backed by a buffer holding `data`; with dtype "INT4", "INT2" or
+        "UINT4" the (integer, in-range) values are packed as LiteRT stores them."""
         if _type_code(dtype if dtype is not None else np.asarray(data).dtype) == dtypes.TYPE_CODES["STRING"]:
             arr = np.asarray(data, dtype=object)
             raw, code = encode_strings(arr), dtypes.TYPE_CODES["STRING"]
+        elif dtype is not None and _type_code(dtype) in dtypes.PACKED_BITS:
+            code = _type_code(dtype)
+            arr, raw = np.asarray(data), _packed(name, data, code)
         else:
             arr = np.array(data if dtype is None else np.asarray(data, dtype=dtype), order="C")
             raw, code = arr.tobytes(), dtypes.type_code(arr.dtype)

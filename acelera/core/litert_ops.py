@@ -4,7 +4,8 @@ The table mirrors tflite/core/kernels/register.cc (every AddBuiltin with its min
 every AddCustom) of google-ai-edge/LiteRT. Each row names the TFLite types LiteRT's kernel
 accepts for its main input (the data input its Prepare/Eval type switch dispatches on; `main`
 is its index) as read from the kernel source named in `source` (tflite/kernels/). Types a kernel
-only takes in a TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build (the FLOAT8 ones) are listed too.
+only takes in a TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build (the FLOAT8 ones) are listed too, as
+are the packed sub-byte types (INT4, INT2, UINT4) where the kernel handles them.
 
 `coverage()` compares the table with acelera's kernel registry: each op is supported (every
 LiteRT version and dtype), partial (what is missing is spelled out) or missing.
@@ -79,7 +80,9 @@ BUILTIN_OPS: tuple[LiteRTOp, ...] = (
     _b("RNN", 3, (F32,), "basic_rnn.cc"),
     _b("BIDIRECTIONAL_SEQUENCE_RNN", 3, (F32,), "bidirectional_sequence_rnn.cc"),
     _b("UNIDIRECTIONAL_SEQUENCE_RNN", 3, (F32,), "unidirectional_sequence_rnn.cc"),
-    _b("EMBEDDING_LOOKUP", 5, BYTES + (I4, I2), "embedding_lookup.cc", main=1),
+    # INT4/INT2 tables dequantize (EvalHybrid); a packed table of the output's type, UINT4 too,
+    # is copied row by row (EvalSimple)
+    _b("EMBEDDING_LOOKUP", 5, BYTES + (I4, I2, U4), "embedding_lookup.cc", main=1),
     _b("EMBEDDING_LOOKUP_SPARSE", 1, (F32,), "embedding_lookup_sparse.cc", main=4),
     _b("FULLY_CONNECTED", 14, QUANT, "fully_connected.cc"),
     _b("LSH_PROJECTION", 1, BYTES, "lsh_projection.cc", main=1),

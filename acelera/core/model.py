@@ -313,29 +313,33 @@ class _Loader:
         raw = buffers[b] if b < len(buffers) else memoryview(b"")
         data = None
         if len(raw):
-            data = self._constant(raw, ttype, dt, shape, n_elem, sparsity, label)
+            tname = self.text(t.Name())
+            data = self._constant(raw, ttype, dt, shape, n_elem, sparsity, label, f" ('{tname}')" if tname else "")
         elif b > 0 and n_elem == 0 and dt != np.object_:
             data = np.zeros(shape, dt)  # an empty constant has an empty buffer
         return Tensor(i, self.text(t.Name()), ttype, shape, sig, b, data, quant,
                       bool(t.IsVariable()), sparsity)
 
-    def _constant(self, raw, ttype: int, dt: np.dtype, shape, n_elem: int, sparsity, label: str):
+    def _constant(self, raw, ttype: int, dt: np.dtype, shape, n_elem: int, sparsity, label: str,
+                  name: str = ""):
         if ttype == 5:
             return self._strings(raw, shape, n_elem, label)
         if dt == np.object_:
             return np.frombuffer(raw, np.uint8)  # resources and variants stay raw bytes
+        if sparsity is not None and ttype in dtypes.PACKED_BITS:
+            raise self.fail(f"{label}{name}: sparse {dtypes.TYPE_NAMES[ttype]} constants are not supported")
         if sparsity is not None:
             if len(raw) % dt.itemsize:
                 raise self.fail(f"{label}: sparse buffer size {len(raw)} is not a multiple of {dt.itemsize}")
             return np.frombuffer(raw, dt)
-        if ttype == 17:  # INT4, two values per byte, low nibble first
-            if len(raw) != (n_elem + 1) // 2:
-                raise self.fail(f"{label}: buffer has {len(raw)} bytes, int4 shape {list(shape)} needs {(n_elem + 1) // 2}")
-            b = np.frombuffer(raw, np.uint8)
-            lo = (b & 0xF).astype(np.int8)
-            hi = (b >> 4).astype(np.int8)
-            v = np.stack([lo, hi], 1).reshape(-1)[:n_elem]
-            return np.where(v > 7, v - 16, v).astype(np.int8).reshape(shape)
+        if ttype in dtypes.PACKED_BITS:  # INT4, INT2, UINT4: several values per byte, low bits first
+            need = dtypes.packed_size(ttype, n_elem)
+            if len(raw) != need:
+                raise self.fail(f"{label}{name}: buffer has {len(raw)} bytes but {dtypes.TYPE_NAMES[ttype]} shape "
+                                f"{list(shape)} packs into {need}")
+            arr = dtypes.unpack(raw, ttype, n_elem).reshape(shape)
+            arr.flags.writeable = False
+            return arr
         need = n_elem * dt.itemsize
         if len(raw) != need:
             raise self.fail(f"{label}: buffer has {len(raw)} bytes but shape {list(shape)} of "

@@ -25,7 +25,7 @@ from acelera.core.model import Tensor
 _INT32, _INT64, _FLOAT32, _FLOAT64 = (TYPE_CODES[n] for n in ("INT32", "INT64", "FLOAT32", "FLOAT64"))
 _INT16 = TYPE_CODES["INT16"]
 
-_SHAPE_TYPES = SIZED + ("STRING", "INT4", "RESOURCE", "VARIANT")
+_SHAPE_TYPES = SIZED + ("STRING", "INT4", "INT2", "UINT4", "RESOURCE", "VARIANT")
 # fill.cc copies 8/16/32/64-bit elements (and strings).
 _FILL_TYPES = tuple(t for t in SIZED if t != "COMPLEX128") + ("STRING",)
 _ONE_HOT_TYPES = ("FLOAT32", "INT32", "INT64", "INT8", "UINT8", "BOOL")

@@ -3,8 +3,10 @@
 CAST follows LiteRT's CastValue rules: floating -> integer conversions saturate (NaN becomes
 the integer maximum) after truncation toward zero, integer -> integer conversions wrap,
 anything -> bool is `!= 0`, complex64 sources use their real part, float16/bfloat16
-destinations are reached through float32 (round to nearest even). int4 only converts to
-float32 or FLOAT8 and from float32 or FLOAT8 (clamped to [-8, 7], NaN -> 7). FLOAT8_E4M3FN and
+destinations are reached through float32 (round to nearest even). The packed types INT4, INT2
+and UINT4 (held unpacked) only convert to float32 or FLOAT8 and from float32 or FLOAT8: clamped
+to the type's range ([-8, 7], [-2, 1], [0, 15]) then truncated, NaN -> the maximum (LiteRT's
+castFloatToInt4/Int2/Uint4: min(max, x) keeps max for NaN). FLOAT8_E4M3FN and
 FLOAT8_E5M2 (LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) go through float32 both
 ways: a FLOAT8 source is widened exactly, a FLOAT8 destination is reached by static_cast<float>
 and ml_dtypes' rounding (see float_formats); the same FLOAT8 type is copied bit for bit.
@@ -25,17 +27,19 @@ from acelera.core.kernels.registry import NodeContext, register
 
 _FLOAT32, _FLOAT16, _INT32, _UINT8, _INT64, _BOOL, _INT16 = 0, 1, 2, 3, 4, 6, 7
 _COMPLEX64, _INT8, _FLOAT64, _UINT32, _UINT16, _INT4, _BFLOAT16 = 8, 9, 10, 15, 16, 17, 18
-_F8E4M3FN, _F8E5M2 = 21, 22
+_INT2, _UINT4, _F8E4M3FN, _F8E5M2 = 19, 20, 21, 22
 _FLOAT8 = {_F8E4M3FN: "FLOAT8_E4M3FN", _F8E5M2: "FLOAT8_E5M2"}
 
+# the packed types: the numpy dtype their values are held in and their range
+_PACKED = {_INT4: (np.int8, -8, 7), _INT2: (np.int8, -2, 1), _UINT4: (np.uint8, 0, 15)}
 _CAST_IN = {_INT64, _INT32, _UINT32, _UINT16, _INT16, _UINT8, _INT8, _FLOAT16, _BFLOAT16,
-            _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, _INT4, *_FLOAT8}
+            _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, *_PACKED, *_FLOAT8}
 _CAST_OUT = {_INT64, _INT32, _UINT32, _INT16, _UINT16, _UINT8, _INT8, _FLOAT16, _BFLOAT16,
-             _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, _INT4, *_FLOAT8}
+             _FLOAT32, _FLOAT64, _BOOL, _COMPLEX64, *_PACKED, *_FLOAT8}
 _INT_TYPES = {_INT64, _INT32, _UINT32, _INT16, _UINT16, _UINT8, _INT8}
 _NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING", 6: "BOOL",
           7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64", 15: "UINT32", 16: "UINT16",
-          17: "INT4", 18: "BFLOAT16", **_FLOAT8}
+          17: "INT4", 18: "BFLOAT16", 19: "INT2", 20: "UINT4", **_FLOAT8}
 _NP = {_INT64: np.int64, _INT32: np.int32, _UINT32: np.uint32, _INT16: np.int16,
        _UINT16: np.uint16, _UINT8: np.uint8, _INT8: np.int8}
 
@@ -66,11 +70,11 @@ def _saturate_float(x: np.ndarray, dtype) -> np.ndarray:
 
 def cast_values(x: np.ndarray, src: int, dst: int) -> np.ndarray:
     """Convert array `x` holding TFLite type `src` into TFLite type `dst` (acelera's numpy
-    representation: bfloat16 as uint16 bits, int4 as unpacked int8)."""
+    representation: bfloat16 as uint16 bits, int4/int2 as unpacked int8, uint4 as uint8)."""
     if src == dst:
         return x.copy()
     # Bring every source to a value array numpy can convert: bf16 and float8 -> float32,
-    # complex -> its real part, int4 -> int8 values (already unpacked).
+    # complex -> its real part, int4/int2/uint4 -> their values (already unpacked).
     if src == _BFLOAT16:
         x = bf16_to_f32(x)
     elif src in _FLOAT8:
@@ -96,9 +100,10 @@ def cast_values(x: np.ndarray, src: int, dst: int) -> np.ndarray:
         return f32_to_f8(x.astype(np.float32), _FLOAT8[dst])
     if dst == _COMPLEX64:
         return x.astype(np.float32).astype(np.complex64)
-    if dst == _INT4:  # castFloatToInt4: min(7, x) then max(-8, .), NaN -> 7
-        y = np.where(np.isnan(x), np.float32(7), np.clip(x, -8, 7))
-        return np.trunc(y).astype(np.int8)
+    if dst in _PACKED:  # castFloatToInt4/Int2/Uint4: min(hi, x) then max(lo, .), NaN -> hi
+        dtype, lo, hi = _PACKED[dst]
+        y = np.where(np.isnan(x), np.float32(hi), np.clip(x, lo, hi))
+        return np.trunc(y).astype(dtype)
     raise ValueError(f"cast to {_NAMES.get(dst, dst)}")
 
 
@@ -110,10 +115,10 @@ def cast(node: NodeContext):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     if dst not in _CAST_OUT:
         raise node.unsupported(f"output type {out_t.type_name} is not supported")
-    if src == _INT4 and dst != _FLOAT32 and dst not in _FLOAT8:
-        raise node.unsupported(f"INT4 can only be cast to FLOAT32 or FLOAT8, not {out_t.type_name}")
-    if dst == _INT4 and src != _FLOAT32 and src not in _FLOAT8:
-        raise node.unsupported(f"only FLOAT32 or FLOAT8 can be cast to INT4, not {x_t.type_name}")
+    if src in _PACKED and dst != _FLOAT32 and dst not in _FLOAT8:
+        raise node.unsupported(f"{x_t.type_name} can only be cast to FLOAT32 or FLOAT8, not {out_t.type_name}")
+    if dst in _PACKED and src != _FLOAT32 and src not in _FLOAT8:
+        raise node.unsupported(f"only FLOAT32 or FLOAT8 can be cast to {out_t.type_name}, not {x_t.type_name}")
     out_dtype = out_t.dtype
 
     def run(x: np.ndarray) -> np.ndarray:

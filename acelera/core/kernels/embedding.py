@@ -2,19 +2,25 @@
 LSH_PROJECTION and SKIP_GRAM (tflite/kernels/embedding_lookup.cc, embedding_lookup_sparse.cc,
 hashtable_lookup.cc, lsh_projection.cc, skip_gram.cc).
 
-- EMBEDDING_LOOKUP copies rows, or dequantizes int8/uint8/int4 rows to float32/float16 (the
-  hybrid form) with the table's scale, or its per-row scale when quantized per channel. Like
-  LiteRT, a uint8 table is read as int8 bytes (legacy hybrid models stored symmetric int8
-  weights in uint8 tensors) and zero points are not subtracted (LiteRT requires zero_point 0).
-  One deliberate difference: with an odd number of int4 values per row, LiteRT unpacks odd rows
-  from the wrong nibble (it starts at byte offset // 2); acelera dequantizes the row's values.
+- EMBEDDING_LOOKUP copies rows (any fixed-size type, FLOAT8 bit patterns, and the packed INT4,
+  INT2 and UINT4, held unpacked), or dequantizes int8/uint8/int4/int2 rows to float32/float16
+  (the hybrid form) with the table's scale, or its per-row scale when quantized per channel.
+  Like LiteRT, a uint8 table is read as int8 bytes (legacy hybrid models stored symmetric int8
+  weights in uint8 tensors), zero points are not subtracted (LiteRT requires zero_point 0), and
+  an int4 (int2) value v is computed as (v * 16) * (scale / 16) ((v * 64) * (scale / 64)) in
+  float32, as Unpack4Bit/Unpack2Bit do. One deliberate difference: when a row of a packed table
+  does not start on a byte boundary (an odd number of int4 values per row, a number of int2
+  values per row not divisible by 4), LiteRT reads the row from the wrong bits (it starts at
+  byte offset // 2 or // 4, and its same-type copy moves bytes / rows bytes per row); acelera
+  uses the row's own values.
 - EMBEDDING_LOOKUP_SPARSE aggregates runs of consecutive lookups that share an output row, in
   float32 and in input order, finishing each run as LiteRT does (mean: / sum of weights,
   sqrtn: / sqrt(sum of squared weights)).
 - HASHTABLE_LOOKUP finds keys with glibc's bsearch probing order, so unsorted keys give
-  LiteRT's answers.
+  LiteRT's answers; it moves rows of any fixed-size type (FLOAT8 as bit patterns) or strings.
 - LSH_PROJECTION hashes (float32 seed bytes + input row bytes) with farmhash's Fingerprint64
-  (farmhashna::Hash64), implemented below from the published algorithm.
+  (farmhashna::Hash64), implemented below from the published algorithm; the row bytes of a
+  FLOAT8 (or BFLOAT16) input are its bit patterns, as in LiteRT.
 - SKIP_GRAM splits the first string as LiteRT does (C isspace; the first character is never
   treated as a separator) and enumerates skip-grams in LiteRT's order.
 """
@@ -23,12 +29,18 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.errors import KernelError
+from acelera.core.kernels.float_formats import FLOAT8
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
 from acelera.core.model import MAX_TENSOR_BYTES, encode_strings
 
+# Types whose rows LiteRT moves as bytes (FLOAT8 and BFLOAT16 as bit patterns).
 _FIXED_TYPES = ("FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
-                "UINT32", "INT64", "UINT64", "BOOL", "COMPLEX64", "COMPLEX128")
-_HYBRID_TABLES = ("UINT8", "INT8", "INT4")
+                "UINT32", "INT64", "UINT64", "BOOL", "COMPLEX64", "COMPLEX128", *FLOAT8)
+_PACKED_TABLES = ("INT4", "INT2", "UINT4")
+_HYBRID_TABLES = ("UINT8", "INT8", "INT4", "INT2")
+# LiteRT's Unpack4Bit / Unpack2Bit shift a value into the top bits of an int8 and divide the
+# scale by the same power of two
+_SUBBYTE_SHIFT = {"INT4": 16, "INT2": 64}
 
 
 def _check_size(shape: tuple[int, ...], itemsize: int) -> None:
@@ -51,7 +63,7 @@ def _string_vector(items: list[bytes]) -> np.ndarray:
 
 # --- EMBEDDING_LOOKUP ---------------------------------------------------------------------
 
-@register("EMBEDDING_LOOKUP", max_version=5, dtypes=_FIXED_TYPES + ("INT4",))
+@register("EMBEDDING_LOOKUP", max_version=5, dtypes=_FIXED_TYPES + _PACKED_TABLES)
 def embedding_lookup(node: NodeContext) -> Kernel:
     if len(node.inputs) != 2 or len(node.outputs) != 1 or None in node.inputs:
         raise node.unsupported("takes lookup ids and a table and has one output")
@@ -68,23 +80,23 @@ def embedding_lookup(node: NodeContext) -> Kernel:
             raise node.unsupported("hybrid lookup needs zero_point 0")
         if q.per_channel:
             if table_t.type_name not in _HYBRID_TABLES or out_t.type_name not in ("FLOAT32", "FLOAT16"):
-                raise node.unsupported("per-channel quantization needs an int8/uint8/int4 table and a float output")
+                raise node.unsupported("per-channel quantization needs an int8/uint8/int4/int2 table and a float output")
             if q.quantized_dimension != 0 or q.scale.size != rows or q.zero_point.size not in (rows, 1):
                 raise node.unsupported("per-channel quantization must be along dimension 0, one scale per row")
     hybrid = out_t.type != table_t.type and out_t.type_name in ("FLOAT32", "FLOAT16")
     if hybrid and table_t.type_name not in _HYBRID_TABLES:
         raise node.unsupported(f"cannot dequantize a {table_t.type_name} table to {out_t.type_name}")
-    if not hybrid and (out_t.type != table_t.type or table_t.type_name not in _FIXED_TYPES):
+    if not hybrid and (out_t.type != table_t.type or table_t.type_name not in _FIXED_TYPES + _PACKED_TABLES):
         raise node.unsupported(f"a {table_t.type_name} table with a {out_t.type_name} output is not supported")
     out_dtype = out_t.dtype
-    int4 = table_t.type_name == "INT4"
+    shift = _SUBBYTE_SHIFT.get(table_t.type_name) if hybrid else None
     uint8 = table_t.type_name == "UINT8"
     if not q.is_set:
         scales = np.zeros(1, np.float32)  # LiteRT's params.scale of an unquantized table
     else:
         scales = np.asarray(q.scale, np.float32)
-    if int4:
-        scales = scales / np.float32(16)
+    if shift:
+        scales = scales / np.float32(shift)
 
     def run(ids: np.ndarray, table: np.ndarray) -> np.ndarray:
         n_rows = table.shape[0]
@@ -102,8 +114,8 @@ def embedding_lookup(node: NodeContext) -> Kernel:
             return np.asarray(picked, out_dtype)
         if uint8:
             picked = picked.view(np.int8)
-        if int4:
-            picked = picked.astype(np.int16) * 16
+        if shift:
+            picked = picked.astype(np.int16) * shift
         s = scales[ids].reshape((-1,) + (1,) * (table.ndim - 1)) if scales.size > 1 else scales[0]
         return (picked.astype(np.float32) * s).astype(out_dtype)
 

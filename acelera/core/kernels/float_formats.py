@@ -20,9 +20,10 @@ from typing import Callable
 import numpy as np
 
 FLOAT8 = ("FLOAT8_E4M3FN", "FLOAT8_E5M2")
-# Types held in another type's numpy dtype (bfloat16 as uint16, FLOAT8 as uint8, INT4 unpacked
-# as int8): a kernel that accepts inputs by numpy dtype must refuse these by name.
-ALIASED_TYPES = frozenset({"BFLOAT16", *FLOAT8, "INT4"})
+# Types held in another type's numpy dtype (bfloat16 as uint16, FLOAT8 as uint8, INT4 and INT2
+# unpacked as int8, UINT4 as uint8): a kernel that accepts inputs by numpy dtype must refuse
+# these by name.
+ALIASED_TYPES = frozenset({"BFLOAT16", *FLOAT8, "INT4", "INT2", "UINT4"})
 
 # (mantissa bits, exponent bias, largest finite value, NaN pattern, overflow pattern)
 _F8 = {

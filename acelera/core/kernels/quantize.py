@@ -3,12 +3,15 @@
 QUANTIZE float32 -> int8/uint8/int16 (per tensor or per channel) follows
 reference_ops::AffineQuantize: round(x / float(scale)) half away from zero in float32, cast to
 int32 (out-of-range and NaN values become INT32_MIN, as the x86 conversion the reference relies
-on does), plus the zero point, clamped to the output type. Quantized inputs are requantized with
-reference_ops::Requantize: MultiplyByQuantizedMultiplier(x - zp_in) with the multiplier of
-in_scale / out_scale (double), plus zp_out, clamped.
+on does), plus the zero point, clamped to the output type; float32 -> int4/uint4 (per tensor
+only, AffineQuantizeToInt4/UInt4) is the same clamped to [-8, 7] / [0, 15]. Quantized inputs
+are requantized with reference_ops::Requantize: MultiplyByQuantizedMultiplier(x - zp_in) with
+the multiplier of in_scale / out_scale (double), plus zp_out, clamped.
 
-DEQUANTIZE int8/uint8/int16/int4/float16 -> float32: per tensor in double precision
-(float(double(scale) * (q - zp))), per channel in float32 as the reference kernels do.
+DEQUANTIZE int8/uint8/int16/int4/int2/uint4/float16 -> float32 (the packed types are held
+unpacked, uint4 as 0..15: the values LiteRT's UnpackPackedIntToInt8 gives): per tensor in
+double precision (float(double(scale) * (q - zp))), per channel in float32 as the reference
+kernels do.
 FLOAT8_E4M3FN/E5M2 inputs (LiteRT's TFLITE_ENABLE_EXTRA_REFERENCE_KERNELS build) are widened
 exactly, ignoring any per-tensor scale (DequantizeFloat8); per-channel FLOAT8 is refused.
 While widening (registry.widening) a FLOAT64 output gets double(scale) * (q - zp) unrounded.
@@ -37,9 +40,13 @@ def _channel_params(t: Tensor, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     return (np.asarray(q.scale, np.float32).reshape(shape), np.asarray(zp, np.int64).reshape(shape))
 
 
-def affine_quantize(x: np.ndarray, scale, zero_point, dtype) -> np.ndarray:
-    """reference_ops::AffineQuantize / PerChannelQuantize on float32 data (scale float32)."""
-    info = np.iinfo(dtype)
+def affine_quantize(x: np.ndarray, scale, zero_point, dtype, bounds: tuple[int, int] | None = None) -> np.ndarray:
+    """reference_ops::AffineQuantize / PerChannelQuantize on float32 data (scale float32), the
+    result clamped to `bounds` (default: dtype's range) and held in `dtype`."""
+    if bounds is None:
+        info = np.iinfo(dtype)
+        bounds = (int(info.min), int(info.max))
+    qmin, qmax = bounds
     with np.errstate(all="ignore"):
         v = np.array(np.divide(np.asarray(x, np.float32), np.asarray(scale, np.float32), dtype=np.float32))
         r = np.asarray(round_half_away(v))  # std::round, in float32
@@ -47,15 +54,19 @@ def affine_quantize(x: np.ndarray, scale, zero_point, dtype) -> np.ndarray:
         bad = None if (lo >= -2.0**31 and hi < 2.0**31) else ~((r >= -2.0**31) & (r < 2.0**31))
         # r + zp may round for |r| >= 2**24, but never across the clamp bounds.
         r += np.asarray(zero_point, np.float32)
-        np.clip(r, info.min, info.max, out=r)
+        np.clip(r, qmin, qmax, out=r)
     out = r.astype(dtype)
     if bad is not None:
         # static_cast<int32_t> of out-of-range or NaN values gives INT32_MIN on x86; the zero
         # point is then added with int32 wraparound and the sum clamped.
         zp = np.asarray(zero_point, np.int64)
-        fix = np.clip(wrap_int32(np.int64(_INT32_MIN) + zp), info.min, info.max).astype(dtype)
+        fix = np.clip(wrap_int32(np.int64(_INT32_MIN) + zp), qmin, qmax).astype(dtype)
         out[bad] = np.broadcast_to(fix, out.shape)[bad]
     return out
+
+
+# float32 -> the packed types (held unpacked): their value range
+_PACKED_OUT = {"INT4": (-8, 7), "UINT4": (0, 15)}
 
 
 @register("QUANTIZE", max_version=6, dtypes=("FLOAT32", "INT16", "INT32", "INT8", "UINT8"))
@@ -65,13 +76,23 @@ def quantize(node: NodeContext):
         raise node.unsupported("missing input")
     if not out.quantized:
         raise node.unsupported("output tensor has no affine quantization")
-    if out.type_name not in ("INT8", "UINT8", "INT16", "INT32"):
+    if out.type_name not in ("INT8", "UINT8", "INT16", "INT32", *_PACKED_OUT):
         raise node.unsupported(f"output type {out.type_name} is not supported")
 
     if x.type_name == "FLOAT32":
         if out.type_name == "INT32":
             raise node.unsupported("FLOAT32 to INT32 is not supported")
         dtype = out.dtype
+        bounds = _PACKED_OUT.get(out.type_name)
+        if bounds is not None:
+            if out.quantization.per_channel:
+                raise node.unsupported(f"per-channel {out.type_name} output is not supported")
+            scale4 = np.float32(out.quantization.scale[0])
+            zp4 = int(out.quantization.zero_point[0])
+
+            def run_quantize_packed(x):
+                return affine_quantize(x, scale4, zp4, dtype, bounds)
+            return run_quantize_packed
         if out.quantization.per_channel:
             axis = int(out.quantization.quantized_dimension)
             if not 0 <= axis < len(x.shape) or x.shape[axis] != out.quantization.scale.size:
@@ -137,7 +158,7 @@ def _float_input(node: NodeContext, x, ft):
 def _integer_params(node: NodeContext, x):
     """(scale, zero point) of an integer DEQUANTIZE input, per tensor or per channel (arrays
     shaped to broadcast), refusing what LiteRT's kernel refuses."""
-    if x.type_name not in ("INT8", "UINT8", "INT16", "INT4"):
+    if x.type_name not in ("INT8", "UINT8", "INT16", "INT4", "INT2", "UINT4"):
         raise node.unsupported(f"input type {x.type_name} is not supported")
     q = x.quantization
     if q.per_channel:
@@ -171,7 +192,7 @@ def _dequantize_f64(node: NodeContext):
     return run
 
 
-@register("DEQUANTIZE", max_version=9, dtypes=("FLOAT16", "INT8", "UINT8", "INT16", "INT4", *FLOAT8))
+@register("DEQUANTIZE", max_version=9, dtypes=("FLOAT16", "INT8", "UINT8", "INT16", "INT4", "INT2", "UINT4", *FLOAT8))
 def dequantize(node: NodeContext):
     x, out = node.input(0), node.outputs[0]
     if x is None:

@@ -5,7 +5,7 @@ copy unless the input is a non-contiguous view that cannot be reshaped in place.
 follow LiteRT's `reshape.cc` (shape tensor or `new_shape` option, one -1 inferred as in
 `reshape_utils.h`, including zero-sized tensors), `squeeze.cc` and `expand_dims.cc`; none of
 them looks at the element type, so every type the loader knows is accepted (STRING, RESOURCE
-and VARIANT object arrays, INT4 held unpacked, BFLOAT16 and FLOAT8 bit patterns).
+and VARIANT object arrays, INT4, INT2 and UINT4 held unpacked, BFLOAT16 and FLOAT8 bit patterns).
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 The permutation is an int32 vector of length rank (negative entries count from the end);
 LiteRT moves elements by size (8/16/32/64 bits), so every such type is supported, up to rank 8,
-and INT4 (which LiteRT unpacks, transposes and packs again; acelera holds it unpacked).
+and the 4-bit INT4 and UINT4 (which LiteRT unpacks, transposes and packs again; acelera holds
+them unpacked). 2-bit INT2 has no size case in LiteRT's kernel and is refused.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def resolve_perm(perm, rank: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-_TYPES = SIZED_TYPES | {"INT4"}
+_TYPES = SIZED_TYPES | {"INT4", "UINT4"}
 
 
 # Version 9 only adds float16, which a numpy view handles like any other type.
