@@ -444,6 +444,27 @@ def test_packed_types_do_not_pass_for_int8_or_uint8(op, type_name):
     allocate_error(m, UnsupportedOpError)
 
 
+@pytest.mark.parametrize("op", ["TILE", "RESIZE_NEAREST_NEIGHBOR", "SPACE_TO_BATCH_ND", "SELECT_V2", "PRELU"])
+@pytest.mark.parametrize("type_name", ["INT2", "UINT4"])
+def test_data_movement_refuses_packed_types(op, type_name):
+    """Ops that move any 8/16/32-bit element refuse the packed types as LiteRT does (checked
+    against LiteRT for UINT4, which its Python API accepts as an input)."""
+    x = In((1, 2, 2, 1), type_name)
+    if op == "TILE":
+        m = single_op_model(op, [x, Const(np.array([1, 2, 1, 1], np.int32))], [Out((1, 4, 2, 1), type_name)])
+    elif op == "RESIZE_NEAREST_NEIGHBOR":
+        m = single_op_model(op, [x, Const(np.array([4, 4], np.int32))], [Out((1, 4, 4, 1), type_name)])
+    elif op == "SPACE_TO_BATCH_ND":
+        m = single_op_model(op, [x, Const(np.array([1, 1], np.int32)), Const(np.zeros((2, 2), np.int32))],
+                            [Out((1, 2, 2, 1), type_name)])
+    elif op == "SELECT_V2":
+        m = single_op_model(op, [In((1, 2, 2, 1), np.bool_), x, x], [Out((1, 2, 2, 1), type_name)])
+    else:
+        m = single_op_model(op, [x, Const(np.zeros((1, 1, 1), np.int8), dtype=type_name)],
+                            [Out((1, 2, 2, 1), type_name)])
+    allocate_error(m, UnsupportedOpError)
+
+
 # --- EMBEDDING_LOOKUP ----------------------------------------------------------------------------
 
 def lookup_model(table: np.ndarray, type_name: str, quant, out_dtype, n_ids: int, version: int = 5) -> bytes:

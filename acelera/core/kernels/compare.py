@@ -178,7 +178,7 @@ def logical_not(node: NodeContext):
 
 # --- SELECT --------------------------------------------------------------------------------
 
-_SELECT_UNSUPPORTED = {"STRING", "RESOURCE", "VARIANT", "INT4", "COMPLEX128"}
+_SELECT_UNSUPPORTED = {"STRING", "RESOURCE", "VARIANT", "INT4", "INT2", "UINT4", "COMPLEX128"}
 # the type of the selected values (inputs 1 and 2)
 SELECT_TYPES = tuple(sorted(set(TYPE_NAMES.values()) - _SELECT_UNSUPPORTED))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
+from acelera.core.dtypes import PACKED_BITS, TYPE_NAMES, numpy_dtype
 from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import NodeContext, register
 
@@ -25,7 +25,7 @@ _GATHER_INDEX_TYPES = {_INT16, _INT32, _INT64}
 _GATHER_NAMES = tuple(TYPE_NAMES[t] for t in sorted(_GATHER_TYPES | {_STRING}))
 # TILE moves any fixed-size element (not int4) and strings
 _TILE_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
-                    if (numpy_dtype(c) != np.object_ and c != _INT4) or c == _STRING)
+                    if (numpy_dtype(c) != np.object_ and c not in PACKED_BITS) or c == _STRING)
 
 
 @register("GATHER", max_version=8, dtypes=_GATHER_NAMES)

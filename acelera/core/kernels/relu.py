@@ -124,6 +124,8 @@ def prelu(node: NodeContext) -> Kernel:
     x, alpha_t, y = node.input(0), node.input(1), node.outputs[0]
     if x is None or alpha_t is None:
         raise node.unsupported("PRELU needs an input and an alpha tensor")
+    if not is_float32(x) and x.type_name not in ("UINT8", "INT8", "INT16"):
+        raise node.unsupported(f"PRELU does not take {x.type_name}")
     check_same_type(node, x, y)
     if np.broadcast_shapes(x.shape, alpha_t.shape) != tuple(x.shape):
         raise node.unsupported(f"alpha shape {alpha_t.shape} does not broadcast to input shape {x.shape}")

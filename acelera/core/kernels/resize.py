@@ -22,14 +22,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
+from acelera.core.dtypes import PACKED_BITS, TYPE_NAMES, numpy_dtype
 from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import NodeContext, is_float32, register
 
 _FLOAT32, _INT32, _UINT8, _INT16, _INT8, _INT4 = 0, 2, 3, 7, 9, 17
 # RESIZE_NEAREST_NEIGHBOR moves any 8/16/32-bit element (not int4)
 _NEAREST_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
-                       if numpy_dtype(c) != np.object_ and numpy_dtype(c).itemsize in (1, 2, 4) and c != _INT4)
+                       if numpy_dtype(c) != np.object_ and numpy_dtype(c).itemsize in (1, 2, 4)
+                       and c not in PACKED_BITS)
 _F32 = np.float32
 
 
@@ -305,7 +306,7 @@ def resize_nearest_neighbor(node: NodeContext):
     _size_input(node)
     x_t = node.input(0)
     # LiteRT dispatches on the element size: any 8/16/32-bit type (not int4 or strings)
-    if (x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4) or x_t.type == _INT4) \
+    if (x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4) or x_t.type in PACKED_BITS) \
             and not is_float32(x_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     align = bool(node.options.get("align_corners", False))

@@ -13,7 +13,7 @@ Quantized paths are LiteRT's kReference ones, bit-exact:
 * LOG_SOFTMAX int8/uint8: the fixed-point log_x_for_x_greater_than_or_equal_to_1 path.
 
 The vectorized gemmlowp primitives here (int32 values held in int64 arrays) are reused by
-unary.py (RSQRT); one_over_one_plus_x is binary.py's one_over_one_plus_x_for_x_in_0_1 (DIV's
+unary.py (RSQRT); one_over_one_plus_x is div.py's one_over_one_plus_x_for_x_in_0_1 (DIV's
 reciprocal) in fewer numpy passes.
 """
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _wrap(r):
 
 def one_over_one_plus_x(a) -> np.ndarray:
     """gemmlowp one_over_one_plus_x_for_x_in_0_1 on FixedPoint<int32, 0> raw values (the same
-    arithmetic as binary.py's, in fewer numpy passes: half_denominator lies in [-1, INT32_MAX]
+    arithmetic as div.py's, in fewer numpy passes: half_denominator lies in [-1, INT32_MAX]
     and so is never INT32_MIN, and x is wrapped like the C++ int32 after every addition)."""
     half_den = rounding_half_sum(a, INT32_MAX)
     x = srdhm_unsaturated(half_den, -1010580540)

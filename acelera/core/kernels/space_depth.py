@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from acelera.core.dtypes import TYPE_NAMES, numpy_dtype
+from acelera.core.dtypes import PACKED_BITS, TYPE_NAMES, numpy_dtype
 from acelera.core.errors import KernelError
 from acelera.core.kernels.common import check_same_type, scale_zp
 from acelera.core.kernels.registry import NodeContext, is_float32, register
@@ -22,7 +22,8 @@ _DEPTH_TYPES = {_FLOAT32, _UINT8, _INT8, _INT32, _INT64}
 _DEPTH_NAMES = tuple(TYPE_NAMES[t] for t in sorted(_DEPTH_TYPES))
 # SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND: every 8/16/32/64-bit type but int4
 _BATCH_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
-                     if numpy_dtype(c) != np.object_ and numpy_dtype(c).itemsize in (1, 2, 4, 8) and c != _INT4)
+                     if numpy_dtype(c) != np.object_ and numpy_dtype(c).itemsize in (1, 2, 4, 8)
+                     and c not in PACKED_BITS)
 
 
 def _depth_op_block_size(node: NodeContext) -> int:
@@ -73,7 +74,7 @@ def _check_batch_space_op(node: NodeContext, what: str) -> None:
     x_t, blk_t, pad_t = node.input(0), node.input(1), node.input(2)
     out_t = node.outputs[0]
     # LiteRT dispatches on the element size: any 8/16/32/64-bit type (not int4 or strings)
-    if x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4, 8) or x_t.type == _INT4:
+    if x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4, 8) or x_t.type in PACKED_BITS:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     check_same_type(node, x_t, out_t)
     if not 3 <= len(x_t.shape) <= 4:
