@@ -384,6 +384,8 @@ class ModelBuilder:
         Q.AddScale(b, s_vec)
         Q.AddZeroPoint(b, z_vec)
         Q.AddQuantizedDimension(b, axis)
+        if len(quant) > 3:  # a QuantizationDetails union type without its table (loader tests)
+            Q.AddDetailsType(b, int(quant[3]))
         return Q.End(b)
 
     def _sparsity(self, b, sp: dict) -> int:

@@ -148,6 +148,8 @@ class Model:
 
 
 #: [min, max] of zero points per quantized storage type
+#: QuantizationDetails union members (schema.fbs) acelera's kernels do not implement
+UNSUPPORTED_QUANTIZATION_DETAILS = {2: "blockwise (BlockwiseQuantization)", 3: "multi-axis (MultiAxisQuantization)"}
 QUANTIZED_RANGES = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767), "INT4": (-8, 7),
                     "UINT4": (0, 15), "INT2": (-2, 1)}
 
@@ -359,6 +361,10 @@ class _Loader:
     def _quantization(self, q, label: str, shape) -> Quantization:
         if q is None:
             return NO_QUANT
+        details = int(q.DetailsType())
+        if details in UNSUPPORTED_QUANTIZATION_DETAILS:
+            raise self.fail(f"{label}: {UNSUPPORTED_QUANTIZATION_DETAILS[details]} quantization is not supported "
+                            "(its values would be read as unquantized)")
         scale = self.vec(q, "Scale", f"{label} quantization scale").astype(np.float32)
         zp = self.vec(q, "ZeroPoint", f"{label} quantization zero_point", 8).astype(np.int64)
         mn = tuple(float(x) for x in self.vec(q, "Min", f"{label} quantization min"))

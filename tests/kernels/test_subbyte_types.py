@@ -178,6 +178,17 @@ def test_loader_refuses_sparse_packed_constants():
         load_model(b.build())
 
 
+@pytest.mark.parametrize("details,what", [(2, "blockwise"), (3, "multi-axis")])
+def test_loader_refuses_quantization_it_cannot_read(details, what):
+    """Blockwise (INT2/INT4 tables) and multi-axis quantization: refused by name, never read
+    as unquantized values."""
+    b = ModelBuilder()
+    c = b.add_constant("w", np.zeros((2, 4), np.int8), quant=(0.5, 0, 0, details), dtype="INT4")
+    b.mark_outputs(c)
+    with pytest.raises(ModelError, match=f"tensor 0: {what}.*not supported"):
+        load_model(b.build())
+
+
 @pytest.mark.parametrize("type_name,bad", [("INT2", 2), ("INT2", -3), ("UINT4", 16), ("UINT4", -1), ("INT4", 8)])
 def test_builder_refuses_values_the_type_cannot_hold(type_name, bad):
     with pytest.raises(ValueError, match=rf"outside \[{RANGE[type_name][0]}, {RANGE[type_name][1]}\]"):
