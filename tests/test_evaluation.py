@@ -7,6 +7,7 @@ import types
 import flatbuffers
 import numpy as np
 import pytest
+from cli_flags import parse_cli
 from flatbuffers import flexbuffers
 from needs import require_module
 from oracle import run_litert
@@ -143,7 +144,7 @@ def swap_registry() -> Registry:
 
 def parse(reg, table, argv):
     own = [Flag(n, t, d, h, "eval") for n, t, d, h in table]
-    return FlagSet(list(reg.flagset.flags.values()) + own).parse_argv(argv)
+    return parse_cli(FlagSet(list(reg.flagset.flags.values()) + own), argv)
 
 
 def ic_argv(d, *extra):

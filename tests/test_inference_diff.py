@@ -5,6 +5,7 @@ import types
 
 import numpy as np
 import pytest
+from cli_flags import parse_cli
 
 from acelera.conformance import inference_diff as idiff
 from acelera.conformance.inference_diff import (
@@ -248,7 +249,7 @@ def plugin(name, available=True, fallback_for=None, offset=0.0, flag=None):
 def parse(reg, argv):
     own = [Flag(n, t, d, h, "inference_diff") for n, t, d, h in INFERENCE_DIFF_FLAGS]
     fs = FlagSet(list(reg.flagset.flags.values()) + own)
-    return fs.parse_argv(argv)
+    return parse_cli(fs, argv)
 
 
 def test_flags_table():

@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 import pytest
+from cli_flags import parse_cli
 from gpu_testing import require_gl, run_pair  # noqa: E402
 
 from acelera import Interpreter
@@ -207,7 +208,7 @@ def test_backend_selection(monkeypatch):
     reg = get_registry()
     monkeypatch.setitem(reg._availability, "gpu-gl", Support(True))
     monkeypatch.setitem(reg._availability, "gpu-opencl", Support(True))
-    names = lambda argv: [s.name for s in reg.enabled(reg.flagset.parse_argv(argv))]  # noqa: E731
+    names = lambda argv: [s.name for s in reg.enabled(parse_cli(reg.flagset, argv))]  # noqa: E731
     assert names(["--use_gpu", "--gpu_backend=gl"]) == ["gpu-gl"]
     assert names(["--use_gpu"]) == ["gpu-opencl"]
     monkeypatch.setitem(reg._availability, "gpu-opencl", Support(False, "no OpenCL"))

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from cli_flags import parse_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -279,14 +280,14 @@ def test_unavailable_without_ai_edge_litert(lib, monkeypatch):
 # --- registrar and CLI -------------------------------------------------------------------------------
 def test_flags_enable_the_delegates(lib):
     reg = get_registry()
-    parsed = reg.flagset.parse_argv([f"--external_delegate_path={lib}", "--external_delegate_options=ops:add",
+    parsed = parse_cli(reg.flagset, [f"--external_delegate_path={lib}", "--external_delegate_options=ops:add",
                                      "--use_litert_xnnpack"])
     ds = reg.build(parsed)
     assert [d.name for d in ds] == ["litert-external", "litert-xnnpack"]
     assert ds[0].source.options == {"ops": "add"}
     with pytest.warns(UserWarning, match="--external_delegate_options set but litert-external is not enabled: "
                                          "--external_delegate_path is needed"):
-        assert reg.build(reg.flagset.parse_argv(["--external_delegate_options=ops:add"])) == []
+        assert reg.build(parse_cli(reg.flagset, ["--external_delegate_options=ops:add"])) == []
 
 
 @pytest.fixture(scope="module")

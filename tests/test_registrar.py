@@ -12,6 +12,7 @@ from acelera.registrar.registry import Registry, RegistryError, get_registry
 FIRST_PARTY = {"xnnpack-cpu", "gpu-opencl", "gpu-gl", "nnapi", "hexagon", "coreml"}
 
 
+from cli_flags import UsageError, parse_cli  # noqa: E402
 from plugin_helpers import EP, Echo, plugin  # noqa: E402,F401
 
 
@@ -70,27 +71,46 @@ def test_flag_conflict_names_both_plugins():
 
 
 def test_flag_syntax_variants():
+    """The command line's spellings, through the path users hit (tests/cli_flags.py)."""
     fs = FlagSet([Flag("use_gpu", bool, False), Flag("num_threads", int, -1), Flag("gpu_backend", str, "")])
-    p = fs.parse_argv(["--use_gpu", "--num_threads", "4", "--gpu-backend=cl"])
+    p = parse_cli(fs, ["--use_gpu", "--num_threads", "4", "--gpu-backend=cl"])
     assert p.values == {"use_gpu": True, "num_threads": 4, "gpu_backend": "cl"}
-    p = fs.parse_argv(["--use_gpu=0", "--num_threads=2"])
+    p = parse_cli(fs, ["--use_gpu=0", "--num_threads=2"])
+    assert p.values == {"use_gpu": False, "num_threads": 2}
+    p = parse_cli(fs, ["--use_gpu", "false"])
     assert p.values["use_gpu"] is False
-    p = fs.parse_argv(["--use_gpu", "false"])
-    assert p.values["use_gpu"] is False
-    with pytest.raises(FlagError, match="did you mean --num_threads"):
-        fs.parse_argv(["--num_thread=2"])
-    with pytest.raises(FlagError, match="expected true/false/1/0"):
-        fs.parse_argv(["--use_gpu=yes"])
-    with pytest.raises(FlagError, match="expected an integer"):
-        fs.parse_argv(["--num_threads=two"])
+    for text, value in (("true", True), ("false", False), ("1", True), ("0", False), ("TRUE", True)):
+        assert parse_cli(fs, [f"--use_gpu={text}"]).values["use_gpu"] is value
+        assert parse_cli(fs, ["--use-gpu", text]).values["use_gpu"] is value
+    assert parse_cli(fs, ["--num_threads=3", "--use_gpu"]).values["use_gpu"] is True  # bare, last
+    assert parse_cli(fs, ["--use_gpu", "--num_threads=3"]).values["use_gpu"] is True  # bare, before a flag
+    assert parse_cli(fs, []).values == {} and parse_cli(fs, []).get("num_threads") == -1
+    with pytest.raises(UsageError) as e:
+        parse_cli(fs, ["--num_thread=2"])
+    assert e.value.format_message() == "No such option: --num_thread (Possible options: --num_threads)"
+    with pytest.raises(UsageError, match="No such option: --gpu_backed"):
+        parse_cli(fs, ["--gpu_backed", "cl"])
+    with pytest.raises(FlagError, match="--use_gpu: expected true/false/1/0, got 'yes'"):
+        parse_cli(fs, ["--use_gpu=yes"])
+    with pytest.raises(FlagError, match="--num_threads: expected an integer"):
+        parse_cli(fs, ["--num_threads=two"])
+    with pytest.raises(UsageError, match="'--num_threads' requires an argument"):
+        parse_cli(fs, ["--num_threads"])
     assert fs.normalize_argv(["--use-gpu", "--num_threads", "3", "pos"]) == ["--use_gpu=true", "--num_threads=3", "pos"]
+
+
+def test_a_repeated_flag_keeps_its_last_value_and_position():
+    fs = FlagSet([Flag("use_gpu", bool, False), Flag("num_threads", int, -1)])
+    p = parse_cli(fs, ["--use_gpu=true", "--num_threads=2", "--use-gpu=false", "--num_threads", "5"])
+    assert p.values == {"use_gpu": False, "num_threads": 5}
+    assert p.positions["num_threads"] > p.positions["use_gpu"] > 0
 
 
 def test_rank_follows_command_line_order_and_fallback():
     reg = Registry([EP("p", plugin("p")), EP("q", plugin("q"))])
-    assert [s.name for s in reg.enabled(reg.flagset.parse_argv(["--use_q", "--use_p"]))] == ["q", "p"]
-    assert [s.name for s in reg.enabled(reg.flagset.parse_argv(["--use_p=true", "--use_q=true"]))] == ["p", "q"]
-    ds = reg.build(reg.flagset.parse_argv(["--use_q", "--use_p"]))
+    assert [s.name for s in reg.enabled(parse_cli(reg.flagset, ["--use_q", "--use_p"]))] == ["q", "p"]
+    assert [s.name for s in reg.enabled(parse_cli(reg.flagset, ["--use_p=true", "--use_q=true"]))] == ["p", "q"]
+    ds = reg.build(parse_cli(reg.flagset, ["--use_q", "--use_p"]))
     assert [d.name for d in ds] == ["q", "p"]
 
 
@@ -103,9 +123,9 @@ def test_gpu_backend_fallback_rules():
     reg = Registry([EP("cl", cl), EP("gl", gl)])
     assert not reg.broken
     with pytest.warns(UserWarning, match="falling back to gl"):
-        assert [s.name for s in reg.enabled(reg.flagset.parse_argv(["--use_gpu"]))] == ["gl"]
+        assert [s.name for s in reg.enabled(parse_cli(reg.flagset, ["--use_gpu"]))] == ["gl"]
     with pytest.raises(RegistryError, match="cl is unavailable: no device"):
-        reg.build(reg.flagset.parse_argv(["--use_gpu", "--gpu_backend=cl"]))
+        reg.build(parse_cli(reg.flagset, ["--use_gpu", "--gpu_backend=cl"]))
 
 
 def test_load_delegate_options_and_errors():
@@ -126,10 +146,10 @@ def test_config_precedence(tmp_path):
     cfg = tmp_path / "acelera.toml"
     cfg.write_text('num_threads = 4\nuse_gpu = true\n')
     (tmp_path / "pyproject.toml").write_text('[tool.acelera]\nnum_threads = 2\ngpu_backend = "gl"\n')
-    p = apply_config(fs.parse_argv(["--num_threads=8"]), fs, cfg, cwd=tmp_path)
+    p = apply_config(parse_cli(fs, ["--num_threads=8"]), fs, cfg, cwd=tmp_path)
     assert p.get("num_threads") == 8 and p.get("use_gpu") is True and p.get("gpu_backend") == "gl"
     assert p.sources["use_gpu"] == str(cfg)
-    p = apply_config(fs.parse_argv([]), fs, None, cwd=tmp_path)
+    p = apply_config(parse_cli(fs, []), fs, None, cwd=tmp_path)
     assert p.get("num_threads") == 2 and p.get("use_gpu") is False
 
 
@@ -144,7 +164,7 @@ def test_config_errors_name_the_file(tmp_path, text, message):
     cfg = tmp_path / "bad.toml"
     cfg.write_text(text)
     with pytest.raises(ConfigError, match=message) as e:
-        apply_config(fs.parse_argv([]), fs, cfg, cwd=tmp_path)
+        apply_config(parse_cli(fs, []), fs, cfg, cwd=tmp_path)
     assert str(cfg) in str(e.value)
 
 

@@ -1,11 +1,13 @@
 """The acelera typer app. Every tool's options are generated from the installed plugins' flags."""
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import sys
+import warnings
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -21,11 +23,10 @@ from acelera.cli.options import (
     AceleraGroup,
     check_path,
     check_path_flags,
-    make_command,
-    parsed_from,
     ranged,
 )
 from acelera.core.errors import AceleraError
+from acelera.registrar.commands import make_command, parsed_from
 from acelera.registrar.config import apply_config
 from acelera.registrar.flags import INT32_MAX, TYPE_NAMES, Flag, FlagSet, ParsedFlags
 from acelera.registrar.registry import Registry
@@ -101,10 +102,6 @@ def build_app(registry: Registry) -> typer.Typer:
     bench = benchmark_flags()
     bench_fs = tool_flagset(registry, bench)
     delegate_fs = registry.flagset
-    normalizer = FlagSet()
-    for f in list(bench_fs.flags.values()):
-        normalizer.flags.setdefault(f.name, f)
-    AceleraGroup.normalizer = normalizer
 
     def benchmark(ctx, raw, config):
         from acelera.cli.benchmark_cmd import run
@@ -167,8 +164,6 @@ def build_app(registry: Registry) -> typer.Typer:
     diff_flags = [ranged(Flag(n, t, d, h, "inference-diff", "inference_diff"), TOOL_RANGES["inference-diff"])
                   for n, t, d, h in INFERENCE_DIFF_FLAGS]
     diff_fs = tool_flagset(registry, diff_flags)
-    for f in diff_flags:
-        normalizer.flags.setdefault(f.name, f)
 
     def inference_diff(ctx, raw, config):
         from acelera.conformance.inference_diff import run as run_diff
@@ -192,8 +187,6 @@ def build_app(registry: Registry) -> typer.Typer:
              "COCO mAP of an SSD-style detector (TFLite's coco_object_detection).")):
         own = [ranged(Flag(n, t, d, h, f"eval {cmd}", cmd), TOOL_RANGES["eval"]) for n, t, d, h in table]
         fs = tool_flagset(registry, own)
-        for f in own:
-            normalizer.flags.setdefault(f.name, f)
 
         def evaluate_cmd(ctx, raw, config, _fs=fs, _runner=runner):
             import acelera.evaluation as ev
@@ -356,10 +349,23 @@ def _tool_logging() -> None:
         handler._acelera = True
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    import warnings
 
-    # warnings (delegation fallbacks, unused delegate flags) as one line each, not file:line
-    warnings.formatwarning = lambda message, category, *rest, **kw: f"WARNING: {message}\n"
+
+def _one_line(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> str:
+    return f"WARNING: {message}\n"
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Warnings (delegation fallbacks, unused delegate flags) as one line each, not file:line,
+    while a command runs; the process's own format is put back afterwards."""
+    saved = warnings.formatwarning
+    warnings.formatwarning = _one_line
+    try:
+        yield
+    finally:
+        if warnings.formatwarning is _one_line:  # unless someone replaced it meanwhile
+            warnings.formatwarning = saved
 
 
 def quiet_delegate_logs() -> None:
@@ -384,7 +390,13 @@ def version_lines(registry: Registry, verbose: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None, registry: Registry | None = None) -> int:
-    """Entry point of the `acelera` command: one-line errors, exit codes, `--debug` tracebacks."""
+    """Entry point of the `acelera` command: one-line errors and warnings, exit codes, `--debug`
+    tracebacks."""
+    with one_line_warnings():
+        return _main(argv, registry)
+
+
+def _main(argv: list[str] | None, registry: Registry | None) -> int:
     from acelera.registrar.registry import get_registry
 
     args = list(sys.argv[1:] if argv is None else argv)

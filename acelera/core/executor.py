@@ -29,13 +29,22 @@ from acelera.core.model import Subgraph, Tensor
 FOLDABLE = frozenset({"DEQUANTIZE", "DENSIFY"})
 
 
-def _tune_malloc() -> None:
+_malloc_tuned = False
+
+
+def tune_malloc() -> None:
     """Keep freed kernel temporaries in the heap instead of returning them to the OS.
 
     glibc serves blocks above 128 KiB with mmap and unmaps them on free, so every kernel
     call that makes a large temporary pays page faults again; raising the mmap and trim
-    thresholds made such loops about 10x faster here. Linux/glibc only; a no-op elsewhere.
+    thresholds made such loops about 10x faster here. This changes the whole process's
+    allocator, so it is not done at import: Interpreter() calls it, once per process (later
+    calls return at once). Linux/glibc only, a no-op elsewhere or with ACELERA_NO_MALLOPT set.
     """
+    global _malloc_tuned
+    if _malloc_tuned:
+        return
+    _malloc_tuned = True
     import ctypes
     import sys
 
@@ -49,8 +58,6 @@ def _tune_malloc() -> None:
     except (OSError, AttributeError):
         pass
 
-
-_tune_malloc()
 
 try:  # numpy >= 2 keeps its floating-point error state in a context variable
     from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE

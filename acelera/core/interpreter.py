@@ -21,6 +21,7 @@ refuses tensors that are not graph inputs; an unresolved op is reported at alloc
 from __future__ import annotations
 
 import enum
+import itertools
 import os
 import warnings
 import weakref
@@ -33,7 +34,7 @@ import numpy as np
 from acelera.core import dtypes, memory
 from acelera.core.delegate import Delegate
 from acelera.core.errors import AceleraError, InterpreterError, InterpreterStateError, ModelError
-from acelera.core.executor import DATA_DEPENDENT_SHAPES, Executor
+from acelera.core.executor import DATA_DEPENDENT_SHAPES, Executor, tune_malloc
 from acelera.core.kernels.registry import KernelSpec, PrepareFn
 from acelera.core.model import (
     MAX_TENSOR_BYTES,
@@ -46,6 +47,7 @@ from acelera.core.model import (
 from acelera.core.opcodes import CUSTOM
 from acelera.core.runtime import ModelRuntime
 from acelera.core.thread_guard import ThreadGuard
+from acelera.core.threads import blas_may_split, blas_threads
 
 __all__ = [
     "Interpreter",
@@ -152,31 +154,6 @@ def tensor_details(t: Tensor, shape: Sequence[int]) -> dict[str, Any]:
     }
 
 
-class _BlasThreads:
-    """Runs a function with the BLAS/OpenMP pools at n threads.
-
-    threadpoolctl finds the loaded pools once; per call only their cheap get functions run, and
-    a pool is set only when it differs. Pools are left at n afterwards (like an interpreter
-    owning its thread pool): restoring them on every invoke cost more than small models'
-    whole inference."""
-
-    def __init__(self):
-        self._libs = None
-
-    def run(self, n: int, fn: Callable[[], None]) -> None:
-        if self._libs is None:
-            from threadpoolctl import ThreadpoolController
-
-            self._libs = list(ThreadpoolController().lib_controllers)
-        for lib in self._libs:
-            if lib.get_num_threads() != n:
-                lib.set_num_threads(n)
-        fn()
-
-
-_blas_threads = _BlasThreads()
-
-
 class _Held:
     """The base of a numpy view handed out by tensor(): every view or slice made from it keeps
     this object alive, so the interpreter can tell whether any is still held."""
@@ -241,6 +218,7 @@ class _Runtime:
         if self.allocated:
             return  # LiteRT: nothing to do while the plan is valid (inputs keep their values)
         memory.check(self.sg, self.ex.shapes, self.interp.max_memory_bytes)
+        self.interp._blas_split.clear()
         try:
             self.interp._build_plan(self.ex)
         except MemoryError as e:
@@ -377,6 +355,7 @@ class Interpreter:
             if num_threads < 1:
                 raise InterpreterError("num_threads should >= 1")
         self.num_threads = num_threads
+        tune_malloc()  # once per process (executor.tune_malloc)
         #: acelera extension: bytes allocate_tensors() may plan (memory.py); default: half the RAM
         self.max_memory_bytes = (memory.default_budget() if max_memory_bytes is None
                                  else memory.check_budget_value(max_memory_bytes))
@@ -405,6 +384,8 @@ class Interpreter:
         self._metrics = TFLiteMetrics()
         self._metrics.increase_counter_interpreter_creation()
         self._guard = ThreadGuard()
+        #: threads.blas_may_split per executor, at its first invoke after allocate_tensors()
+        self._blas_split: dict[int, bool] = {}
 
     # --- custom ops, delegates and threads -----------------------------------------------
     def _register_custom_ops(self, registerers: Iterable[Any]):
@@ -463,9 +444,14 @@ class Interpreter:
             self._run_threads(ex)
 
     def _run_threads(self, ex: Executor) -> None:
-        if self.num_threads is not None and self.num_threads > 0:
-            _blas_threads.run(self.num_threads, ex.run)
-        else:
+        split = self._blas_split.get(id(ex))
+        if split is None:
+            others = (t.shape for sg in self.model.subgraphs if sg is not ex.sg for t in sg.tensors)
+            split = self._blas_split[id(ex)] = blas_may_split(itertools.chain(ex.shapes, others))
+        if split:
+            with blas_threads(self.num_threads):
+                ex.run()
+        else:  # no BLAS call here can use a second thread: leave the pools alone (threads.py)
             ex.run()
 
     def invoke_profiled(self) -> list[float]:
@@ -476,12 +462,8 @@ class Interpreter:
             rt.invoke()  # raises the usual "not ready" error
         times: list[float] = []
 
-        def run() -> None:
+        with blas_threads(self.num_threads):
             times.extend(rt.ex.run_profiled())
-        if self.num_threads is not None and self.num_threads > 0:
-            _blas_threads.run(self.num_threads, run)
-        else:
-            run()
         return times
 
     @property
@@ -516,9 +498,16 @@ class Interpreter:
         """Run the primary subgraph (RuntimeError before allocate_tensors, or while a view
         from tensor() is held; ConcurrentUseError when another thread is using this
         interpreter: thread_guard.py)."""
-        with self._guard.call("invoke", invokes=True):
-            self._ensure_safe()
+        guard = self._guard
+        guard.enter("invoke", invokes=True)
+        ok = False
+        try:
+            if not self._safe_to_run():
+                raise InterpreterStateError(_UNSAFE)
             self._rt.invoke()
+            ok = True
+        finally:
+            guard.leave(ok, invokes=True)
 
     def close(self) -> None:
         """Release the delegates' device resources (buffers, programs) now: `close()` on each
@@ -600,14 +589,28 @@ class Interpreter:
     def set_tensor(self, tensor_index: int, value: Any) -> None:
         """Copy `value` into a tensor of the primary subgraph (ValueError on a type or shape
         mismatch, or before allocate_tensors). STRING tensors take numpy arrays of str/bytes."""
-        with self._guard.call("set_tensor", opens=True):
+        guard = self._guard
+        guard.enter("set_tensor", opens=True)
+        ok = False
+        try:
             self._rt.set(tensor_index, value)
+            ok = True
+        finally:
+            guard.leave(ok, opens=True)
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> Any:
         """A copy of a tensor's value (a numpy scalar for a 0-d tensor, bytes objects for
         STRING tensors, the compressed buffer of a sparse constant)."""
-        with self._guard.call("get_tensor", reads=True):
-            return self._runtime(subgraph_index).get(tensor_index)
+        guard = self._guard
+        guard.enter("get_tensor")
+        ok = False
+        try:
+            rt = self._runtimes[0] if subgraph_index == 0 else self._runtime(subgraph_index)
+            value = rt.get(tensor_index)
+            ok = True
+        finally:
+            guard.leave(ok, reads=True)
+        return value
 
     def tensor(self, tensor_index: int) -> Callable[[], np.ndarray]:
         """A function returning a numpy view of the tensor's current buffer (no copy). While

@@ -37,31 +37,45 @@ class ThreadGuard:
         self._owner: threading.Thread | None = None
         self._invoked = False
 
-    @contextmanager
-    def call(self, what: str, *, opens: bool = False, invokes: bool = False, reads: bool = False) -> Iterator[None]:
-        """Guard one public call. `opens`: it sets inputs (set_tensor, resize); `invokes`: it
-        runs the graph; `reads`: it reads a tensor (closes the owner's turn after an invoke)."""
+    def enter(self, what: str, opens: bool = False, invokes: bool = False) -> None:
+        """Start one public call (refused at once when another thread is inside or owns the
+        interpreter). `opens`: it sets inputs (set_tensor, resize); `invokes`: it runs the graph.
+        Every successful enter() is paired with leave()."""
         me = threading.current_thread()
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(False):
             raise ConcurrentUseError(
                 f"Interpreter.{what}() called from thread {_name(me)} while another thread is inside a call on "
                 "the same Interpreter: use one Interpreter per thread, or serialize set_tensor/invoke/get_tensor "
                 "with your own lock")
-        try:
-            owner = self._owner
-            if owner is not None and owner is not me and owner.is_alive():
-                raise ConcurrentUseError(
-                    f"Interpreter.{what}() called from thread {_name(me)} while thread {_name(owner)} has set inputs "
-                    f"or invoked and not yet read its outputs: use one Interpreter per thread, or hold a lock around "
-                    f"set_tensor -> invoke -> get_tensor")
-            if opens or invokes:
-                self._owner = me
-            yield
+        owner = self._owner
+        if owner is not None and owner is not me and owner.is_alive():
+            self._lock.release()
+            raise ConcurrentUseError(
+                f"Interpreter.{what}() called from thread {_name(me)} while thread {_name(owner)} has set inputs "
+                f"or invoked and not yet read its outputs: use one Interpreter per thread, or hold a lock around "
+                f"set_tensor -> invoke -> get_tensor")
+        if opens or invokes:
+            self._owner = me
+
+    def leave(self, ok: bool, opens: bool = False, invokes: bool = False, reads: bool = False) -> None:
+        """End the call enter() started; `ok`: it returned normally. `reads`: it read a tensor,
+        which ends the owner's turn after an invoke."""
+        if ok:
             if invokes:
                 self._invoked = True
             elif opens:
                 self._invoked = False
-            elif reads and self._invoked and self._owner is me:
+            elif reads and self._invoked and self._owner is threading.current_thread():
                 self._owner, self._invoked = None, False
+        self._lock.release()
+
+    @contextmanager
+    def call(self, what: str, *, opens: bool = False, invokes: bool = False, reads: bool = False) -> Iterator[None]:
+        """enter() and leave() around a block."""
+        self.enter(what, opens, invokes)
+        ok = False
+        try:
+            yield
+            ok = True
         finally:
-            self._lock.release()
+            self.leave(ok, opens, invokes, reads)

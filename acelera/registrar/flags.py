@@ -193,45 +193,12 @@ class FlagSet:
         close = difflib.get_close_matches(name.replace("-", "_"), list(self.flags), n=1, cutoff=0.6)
         return f" (did you mean --{close[0]}?)" if close else ""
 
-    def parse_argv(self, argv: Sequence[str], allow_positional: bool = True) -> ParsedFlags:
-        """Parse argv; unknown flags are FlagErrors with a did-you-mean suggestion."""
-        parsed = ParsedFlags(self.flags)
-        i = 0
-        while i < len(argv):
-            tok = argv[i]
-            if not tok.startswith("--") or tok == "--":
-                if not allow_positional:
-                    raise FlagError(f"unexpected argument '{tok}'")
-                parsed.rest.append(tok)
-                i += 1
-                continue
-            body = tok[2:]
-            name, eq, value = body.partition("=")
-            canon = self.canonical(name)
-            if canon is None:
-                raise FlagError(f"unknown flag --{name}{self.suggest(name)}")
-            flag = self.flags[canon]
-            if not eq:
-                nxt = argv[i + 1] if i + 1 < len(argv) else None
-                if flag.type is bool:
-                    if nxt is not None and nxt.lower() in ("true", "false", "1", "0"):
-                        value = nxt
-                        i += 1
-                    else:
-                        value = "true"
-                elif nxt is None:
-                    raise FlagError(f"--{canon} needs a value")
-                else:
-                    value = nxt
-                    i += 1
-            parsed.values[canon] = flag.parse(value)
-            parsed.positions[canon] = i
-            parsed.sources[canon] = "command line"
-            i += 1
-        return parsed
-
     def normalize_argv(self, argv: Sequence[str]) -> list[str]:
-        """Rewrite known flags to `--name=value` (bare bools become `=true`); leave the rest."""
+        """Rewrite known flags to `--name=value` (bare bools become `=true`); leave the rest.
+
+        The command line's only flag parser is this plus click: acelera's root group
+        normalizes argv with it, click parses the options make_command declared
+        (acelera.registrar.commands), and parsed_from parses their values with Flag.parse."""
         out = []
         i = 0
         while i < len(argv):

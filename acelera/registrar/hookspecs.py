@@ -12,4 +12,8 @@ def register_delegates(register):
 
 @hookspec
 def register_commands(app):
-    """Add extra commands to the acelera typer app."""
+    """Add extra commands to the acelera typer app.
+
+    A command with TFLite-style flags builds its function with
+    `acelera.registrar.commands.make_command` and reads the values with `parsed_from`; a plugin
+    never needs (and must not import) `acelera.cli`."""

@@ -14,9 +14,9 @@ def add_export_command(app) -> None:
     """Register `coreml-export` on the acelera typer app (called from the register_commands hook)."""
     import typer
 
-    from acelera.cli.options import make_command, parsed_from
     from acelera.plugins.coreml import FLAGS
     from acelera.plugins.coreml.export import FORMATS, export_model
+    from acelera.registrar.commands import make_command, parsed_from
     from acelera.registrar.flags import FlagSet
     from acelera.registrar.spec import COMMON_FLAGS
 
@@ -24,9 +24,7 @@ def add_export_command(app) -> None:
     flagset = FlagSet(flags)
 
     def export(ctx, raw, model, out, fmt):
-        parsed = parsed_from(ctx, raw, flagset)
-        options = {f.name: f.default for f in flags}
-        options.update(parsed.values)
+        options = parsed_from(ctx, raw, flagset).options()
         if fmt not in FORMATS:
             raise typer.BadParameter(f"--format must be one of {', '.join(FORMATS)}")
         paths = export_model(model, out, options, fmt)

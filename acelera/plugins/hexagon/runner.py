@@ -1,6 +1,6 @@
 """Emulated execution of Hexagon partitions, and the `--hexagon_profiling` profile.
 
-`HexagonRunner` is the plugin's DeviceRunner (acelera/plugins/emulation.py): `compile(partition)`
+`HexagonRunner` is the plugin's DeviceRunner (acelera/backends/emulation.py): `compile(partition)`
 turns one delegated partition into a `HexagonGraph`, as the real delegate builds one hexagon_nn
 graph per partition. A runner for a real DSP would implement the same `compile`.
 
