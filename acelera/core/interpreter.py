@@ -263,6 +263,10 @@ class _Runtime:
             if got != want:
                 raise InterpreterError(f"Cannot set tensor: Dimension mismatch. Got {got} but expected "
                                        f"{want} for dimension {j} of input {i}.")
+        packed = dtypes.PACKED_RANGES.get(t.type)
+        if packed is not None and arr.size and (arr.min() < packed[0] or arr.max() > packed[1]):
+            raise InterpreterError(f"Cannot set tensor: Values for {t.type_name} input must be between {packed[0]} "
+                                   f"and {packed[1]} (input {i}, name: {t.name})")
         self._require_buffer(i, "Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
         # A new array, not a write into the old one: kernels may key caches on array identity
         # (a view from tensor() therefore keeps showing the previous value).

@@ -295,6 +295,24 @@ def test_dequantize_uint4_graph_input():
     exact(m, [x])
 
 
+@pytest.mark.parametrize("bad", [16, 20, 255])
+def test_set_tensor_refuses_uint4_values_out_of_range(bad):
+    """LiteRT: "Values for UINT4 input must be between 0 and 15"; acelera the same, by name."""
+    m = single_op_model("DEQUANTIZE", [In((2,), "UINT4", (0.5, 0))], [Out((2,), np.float32)], version=8)
+    x = np.array([3, bad], np.uint8)
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+    theirs = LiteRT(model_content=m)
+    theirs.allocate_tensors()
+    with pytest.raises(ValueError, match="between 0 and 15"):
+        theirs.set_tensor(theirs.get_input_details()[0]["index"], x)
+    ours = Interpreter(model_content=m)
+    ours.allocate_tensors()
+    with pytest.raises(ValueError, match="UINT4 input must be between 0 and 15"):
+        ours.set_tensor(ours.get_input_details()[0]["index"], x)
+    ours.set_tensor(ours.get_input_details()[0]["index"], np.array([0, 15], np.uint8))
+
+
 @pytest.mark.parametrize("type_name,zp", [("INT4", 0), ("INT4", -3), ("INT4", 5), ("UINT4", 0), ("UINT4", 1),
                                           ("UINT4", 9)])
 def test_quantize_float32_to_4bit(type_name, zp):
