@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from acelera.core import fpstate
 from acelera.core.errors import AceleraError, KernelError, ModelError, UnsupportedOpError  # noqa: F401 (KernelError re-exported)
 from acelera.core.kernels.registry import Kernel, NodeContext, lookup, shape_pass
 from acelera.core.model import Subgraph, Tensor
@@ -57,37 +58,6 @@ def tune_malloc() -> None:
         libc.mallopt(M_TRIM_THRESHOLD, 512 << 20)
     except (OSError, AttributeError):
         pass
-
-
-try:  # numpy >= 2 keeps its floating-point error state in a context variable
-    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE
-except ImportError:  # pragma: no cover - numpy 1.x
-    _FP_STATE = None
-
-_fp_quiet: list = [None, None]  # [an error state, the same state with every error ignored]
-
-
-def _quiet_fp():
-    """Ignore numpy floating-point errors (kernels mirror C++ float semantics) until
-    `_FP_STATE.reset(token)`; returns the token, or None when they are already ignored (a
-    subgraph called from a running plan). `np.errstate` costs about 2 us per use, more than a
-    small node; the ignoring state is derived once per outer state and then only set."""
-    cur = _FP_STATE.get()
-    pair = _fp_quiet
-    if cur is pair[1]:
-        return None
-    if cur is not pair[0]:
-        with np.errstate(all="ignore"):
-            quiet = _FP_STATE.get()
-        pair = [cur, quiet]
-        _fp_quiet[:] = pair
-    return _FP_STATE.set(pair[1])
-
-
-def fp_errors_ignored() -> bool:
-    """Whether numpy's floating-point errors are already ignored (as inside Executor.run), so
-    that a kernel need not enter np.errstate itself."""
-    return _FP_STATE is not None and _FP_STATE.get() is _fp_quiet[1]
 
 
 @dataclass
@@ -328,16 +298,16 @@ class Executor:
         values = self.values
         self._failed = None
         try:
-            if _FP_STATE is None:  # pragma: no cover - numpy 1.x
+            if fpstate.FP_STATE is None:  # pragma: no cover - numpy 1.x
                 with np.errstate(all="ignore"):
                     self._run(values, inputs_changed)
             else:
-                token = _quiet_fp()
+                token = fpstate.quiet_fp()
                 try:
                     self._run(values, inputs_changed)
                 finally:
                     if token is not None:
-                        _FP_STATE.reset(token)
+                        fpstate.FP_STATE.reset(token)
         except AceleraError as e:
             step = self._failed
             if step is None:

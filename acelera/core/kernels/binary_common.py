@@ -192,6 +192,9 @@ def float_binary(ufunc: BinaryFn, act: int, dt: np.dtype) -> BinaryFn:
 def int_binary(ufunc: BinaryFn, act: int) -> BinaryFn:
     """Kernel of an unquantized integer ufunc (wrapping) with its result clamped to the
     activation range."""
+    if act not in (RELU, RELU6, RELU_N1_TO_1):  # int_range: nothing to clamp
+        return scalar_safe(ufunc)
+
     def run(x, y):
         return clamp_int(ufunc(x, y), act)
     return scalar_safe(run)

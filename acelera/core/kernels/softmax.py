@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from acelera.core.executor import fp_errors_ignored
+from acelera.core.fpstate import fp_errors_ignored
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.binary_common import clip_ufunc
 from acelera.core.kernels.common import lut_apply
 from acelera.core.kernels.registry import NodeContext, register
@@ -272,6 +273,7 @@ def _rescaled_diffs(mult: int, left_shift: int) -> np.ndarray:
 @register("SOFTMAX", max_version=4, dtypes=("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16"))
 @ndarray_kernel
 def softmax(node: NodeContext):
+    check_arity(node, 1, 1)  # softmax.cc Prepare: one input, one output
     x, y = node.inputs[0], node.outputs[0]
     if x is None:
         raise node.unsupported("missing input")
@@ -421,6 +423,7 @@ def _int16_softmax_luts() -> tuple[np.ndarray, np.ndarray]:
 @register("LOG_SOFTMAX", max_version=2, dtypes=("FLOAT32", "INT8", "UINT8"))
 @ndarray_kernel
 def log_softmax(node: NodeContext):
+    check_arity(node, 1, 1)  # softmax.cc Prepare: one input, one output
     x, y = node.inputs[0], node.outputs[0]
     if x is None:
         raise node.unsupported("missing input")

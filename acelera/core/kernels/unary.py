@@ -25,7 +25,8 @@ import functools
 
 import numpy as np
 
-from acelera.core.executor import fp_errors_ignored
+from acelera.core.fpstate import fp_errors_ignored
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.float_formats import table16
 from acelera.core.kernels.registry import NodeContext, register
@@ -46,6 +47,17 @@ from acelera.core.kernels.unary_common import (
     unary_io,
 )
 from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32, wrap_int32_inplace
+
+
+def _one_input(prepare):
+    """elementwise.cc / floor.cc / neg.cc / round.cc Prepare: exactly one input and one output
+    (the kernels below are numpy functions of one array, which would take a second input as
+    their `out=` buffer)."""
+    @functools.wraps(prepare)
+    def checked(node: NodeContext):
+        check_arity(node, 1, 1)
+        return prepare(node)
+    return checked
 
 
 def _float_op(fn):
@@ -71,6 +83,7 @@ def _qparams(node: NodeContext, x, y) -> tuple[float, int, float, int]:
 # --- EXP -------------------------------------------------------------------------------
 
 @register("EXP", max_version=2, dtypes=("FLOAT32", "INT8", "INT16"))
+@_one_input
 @ndarray_kernel
 def exp(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16))
@@ -87,6 +100,7 @@ def exp(node: NodeContext):
 # --- LOG -------------------------------------------------------------------------------
 
 @register("LOG", max_version=2, dtypes=("FLOAT32", "INT8", "INT16"))
+@_one_input
 @ndarray_kernel
 def log(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16))
@@ -111,6 +125,7 @@ def log(node: NodeContext):
 # --- SQRT / RSQRT ----------------------------------------------------------------------
 
 @register("SQRT", max_version=2, dtypes=("FLOAT32", "INT8", "INT16"))
+@_one_input
 @ndarray_kernel
 def sqrt(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16))
@@ -155,6 +170,7 @@ def _inv_sqrt_multiplier_exp(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 @register("RSQRT", max_version=3, dtypes=("FLOAT32", "INT8", "INT16"))
+@_one_input
 @ndarray_kernel
 def rsqrt(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16))
@@ -185,6 +201,7 @@ def rsqrt(node: NodeContext):
 # --- ABS / NEG / SQUARE ----------------------------------------------------------------
 
 @register("ABS", max_version=5, dtypes=("FLOAT32", "INT8", "INT16", "INT32"))
+@_one_input
 @ndarray_kernel
 def abs_(node: NodeContext):
     x, y = unary_io(node, (np.float32, np.int8, np.int16, np.int32))
@@ -223,6 +240,7 @@ def _half_unary(node: NodeContext, op: str):
 
 
 @register("NEG", max_version=1, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "INT8", "INT16", "INT32", "INT64"))
+@_one_input
 @ndarray_kernel
 def neg(node: NodeContext):
     if _half_io(node) is not None:
@@ -235,6 +253,7 @@ def neg(node: NodeContext):
 
 
 @register("SQUARE", max_version=1, dtypes=("FLOAT32",))
+@_one_input
 @ndarray_kernel
 def square(node: NodeContext):
     unary_io(node, (np.float32,))
@@ -244,6 +263,7 @@ def square(node: NodeContext):
 # --- FLOOR / CEIL / SIN / COS ----------------------------------------------------------
 
 @register("FLOOR", max_version=1, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16"))
+@_one_input
 @ndarray_kernel
 def floor(node: NodeContext):
     if _half_io(node) is not None:
@@ -253,6 +273,7 @@ def floor(node: NodeContext):
 
 
 @register("CEIL", max_version=1, dtypes=("FLOAT32",))
+@_one_input
 @ndarray_kernel
 def ceil(node: NodeContext):
     unary_io(node, (np.float32,))
@@ -274,12 +295,14 @@ def _trig(node: NodeContext, name: str, fn):
 
 
 @register("SIN", max_version=2, dtypes=("FLOAT32", "FLOAT16"))
+@_one_input
 @ndarray_kernel
 def sin(node: NodeContext):
     return _trig(node, "sin", np.sin)
 
 
 @register("COS", max_version=2, dtypes=("FLOAT32", "FLOAT16"))
+@_one_input
 @ndarray_kernel
 def cos(node: NodeContext):
     return _trig(node, "cos", np.cos)
@@ -295,6 +318,7 @@ def _round_to_nearest(v: np.ndarray) -> np.ndarray:
 
 
 @register("ROUND", max_version=1, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16"))
+@_one_input
 @ndarray_kernel
 def round_(node: NodeContext):
     """ROUND: float32, halves to even (TFLite's RoundToNearest); float16/bfloat16 by table."""
