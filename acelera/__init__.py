@@ -4,6 +4,33 @@ from acelera.core.errors import AceleraError, ModelError
 __version__ = "0.1.0"
 
 
+def _default_delegate(name: str, num_threads: int):
+    """The registrar's delegate `name` with `num_threads`, or None when it is not available."""
+    from acelera.registrar.registry import get_registry
+
+    reg = get_registry()
+    if name in reg.specs and reg.availability(name).ok:
+        return reg.create(name, {"num_threads": num_threads})
+    return None
+
+
+def _foreign_delegate(d):
+    """A LiteRT Delegate object hosted by the litert plugin."""
+    from acelera.plugins.litert import wrap_litert_delegate
+
+    return wrap_litert_delegate(d)
+
+
+def _install_hosts() -> None:
+    from acelera.core import hosts
+
+    hosts.default_delegate = _default_delegate
+    hosts.foreign_delegate = _foreign_delegate
+
+
+_install_hosts()
+
+
 def __getattr__(name: str):
     if name in ("Interpreter", "InterpreterWithCustomOps", "OpResolverType", "SignatureRunner"):
         from acelera.core import interpreter

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 try:  # numpy >= 2 keeps its floating-point error state in a context variable
-    from numpy._core._ufunc_config import _extobj_contextvar as FP_STATE
+    from numpy._core._ufunc_config import _extobj_contextvar as FP_STATE  # type: ignore[attr-defined]  # private, no stub
 except ImportError:  # pragma: no cover - numpy 1.x
     FP_STATE = None
 

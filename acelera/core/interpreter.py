@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from acelera.core import dtypes, memory
+from acelera.core import dtypes, hosts, memory
 from acelera.core.delegate import Delegate
 from acelera.core.errors import AceleraError, InterpreterError, InterpreterStateError, ModelError
 from acelera.core.executor import DATA_DEPENDENT_SHAPES, Executor, tune_malloc
@@ -415,11 +415,8 @@ class Interpreter:
         if self._default is None:
             self._default = False
             try:
-                from acelera.registrar.registry import get_registry
-
-                reg = get_registry()
-                if DEFAULT_DELEGATE in reg.specs and reg.availability(DEFAULT_DELEGATE).ok:
-                    self._default = reg.create(DEFAULT_DELEGATE, {"num_threads": self.num_threads or -1})
+                make = hosts.default_delegate
+                self._default = (make(DEFAULT_DELEGATE, self.num_threads or -1) if make else None) or False
             except Exception:  # noqa: BLE001 (like LiteRT: no default delegate, the reference kernels)
                 self._default = False
         return self._default or None
@@ -783,11 +780,12 @@ def _as_delegate(d: Any) -> Delegate:
         return d
     if hasattr(d, "_get_native_delegate_pointer"):
         try:
-            from acelera.plugins.litert import wrap_litert_delegate
+            if hosts.foreign_delegate is None:
+                raise ImportError("no host installed (acelera.core.hosts)")
+            return hosts.foreign_delegate(d)
         except ImportError as e:
             raise InterpreterError(f"a LiteRT Delegate needs acelera's litert plugin "
                                    f"(acelera.plugins.litert), which cannot load: {e}") from None
-        return wrap_litert_delegate(d)
     raise InterpreterError(f"experimental_delegates takes acelera Delegate objects (see acelera.load_delegate) "
                            f"or LiteRT Delegate objects, got {type(d).__name__}")
 
