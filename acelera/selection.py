@@ -50,7 +50,7 @@ import numpy as np
 
 from acelera.conformance.cases import accepts, classify_model
 from acelera.conformance.latency import measure_latency
-from acelera.conformance.tolerances import Tolerance, Tolerances, resolve_precision
+from acelera.conformance.tolerances import UNFLOORED_FLOAT_VIEW, Tolerance, Tolerances, resolve_precision
 from acelera.core.errors import AceleraError
 
 __all__ = [
@@ -520,7 +520,8 @@ class _Runner:
             used = [(self.registry.spec(d.name), d) for d in delegates if rep.nodes_of(d.name)]
             t.precision = _loosest(resolve_precision(s, d, self.numeric) for s, d in used) or \
                 resolve_precision(None, None, self.numeric)
-            tol = self.tolerances.for_case(t.precision, "model")
+            tol = (UNFLOORED_FLOAT_VIEW if t.precision == "float-view"  # no float-view answer here
+                   else self.tolerances.for_case(t.precision, "model"))
             t.tolerance = dataclasses.asdict(tol)
             t.outputs, errors = judge(result, self.model, tol)
             if errors:

@@ -41,8 +41,11 @@ def widen(sg: Subgraph) -> Subgraph:
 
 
 class _WideExecutor(Executor):
-    def __init__(self, original: Subgraph, runtime: ModelRuntime):
-        super().__init__(widen(original), runtime)
+    """Runs `wide` (default: `widen(original)`, same tensors with FLOAT32 as FLOAT64), each node
+    prepared on both graphs (float_view.py passes its own float64 graph)."""
+
+    def __init__(self, original: Subgraph, runtime: ModelRuntime, wide: Subgraph | None = None):
+        super().__init__(widen(original) if wide is None else wide, runtime)
         self.original = original
         self.narrow: dict[int, str] = {}
 

@@ -36,6 +36,13 @@ class OutputFloor:
     floor: float = 0.0  # max |floor implementation - float64|
     error_vs_reference: float = 0.0  # max |delegate - float32 reference|
     max_abs: float = 0.0  # max |float64 answer|
+    #: quantized models (float_view.py): the output's quantization step, and the average
+    #: |delegate - answer| and |floor implementation - answer| over elements and runs
+    quantum: float = 0.0
+    avg_error: float = 0.0
+    avg_floor: float = 0.0
+    #: where the floor is the larger of several implementations' errors: name -> [max, average]
+    parts: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -48,10 +55,12 @@ class FloorResult:
     #: node index -> why it computed in float32 in the float64 answer
     narrow: dict[int, str] = field(default_factory=dict)
     runs: int = 0
+    #: what the float64 answer is: "float64" (float models), "float view" (quantized models)
+    answer: str = "float64"
 
     def describe(self) -> str:
-        return (f"float64 answer: {self.float64_nodes} of {self.nodes} nodes in float64; "
-                f"floor: {self.floor_of} vs float64 over {self.runs} run(s)")
+        return (f"{self.answer} answer: {self.float64_nodes} of {self.nodes} nodes in float64; "
+                f"floor: {self.floor_of} vs the {self.answer} answer over {self.runs} run(s)")
 
 
 def _interp(model: bytes | str, delegates: Sequence[Delegate] = ()) -> Interpreter:
@@ -130,5 +139,5 @@ def to_details(res: FloorResult) -> dict[str, Any]:
     narrow: dict[str, int] = {}
     for why in res.narrow.values():
         narrow[why] = narrow.get(why, 0) + 1
-    return {"floor_of": res.floor_of, "float64_nodes": res.float64_nodes, "nodes": res.nodes,
+    return {"answer": res.answer, "floor_of": res.floor_of, "float64_nodes": res.float64_nodes, "nodes": res.nodes,
             "float32_nodes_why": narrow, "runs": res.runs}

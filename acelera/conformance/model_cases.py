@@ -1,5 +1,6 @@
 """Model cases: a real model through the inference_diff engine, its float outputs judged on
-the model's numerical floor (floor.py), its latency measured warm (latency.py).
+the model's numerical floor (floor.py), the outputs of a quantized model run in the float view
+on the float-view floor (float_view.py), its latency measured warm (latency.py).
 `ModelCases` is mixed into suite.Certification."""
 from __future__ import annotations
 
@@ -81,6 +82,35 @@ def _local_diff(model: bytes | str, d: Delegate, seed: int):
 
 
 
+def _judge_float_view(entry: dict[str, Any], fo, quantum: float, tol) -> tuple[bool, str]:
+    """One output of a float-view model case, judged against the float-view answer (in steps of
+    `quantum`): its largest error within max(the precision's bound, floor_k x floor), then its
+    average error within max(avg_steps, floor_k x average floor) (tolerances.py)."""
+    bound = tol.allowed(fo.max_abs, quantum)
+    allowed = tol.allowed(fo.max_abs, quantum, fo.floor)
+    allowed_steps = math.floor(allowed / quantum + 1e-9)
+    steps = fo.error / quantum
+    steps = round(steps) if abs(steps - round(steps)) < 1e-3 else steps  # on the grid: whole steps
+    floor_steps = fo.floor / quantum
+    parts = {name: [round(v / quantum, 6) for v in p] for name, p in fo.parts.items()}
+    entry.update(max_steps=steps, allowed_steps=allowed_steps, max_abs_error=fo.error, judged_against="float view",
+                 floor=fo.floor, floor_steps=floor_steps, floor_of=max(parts, key=lambda n: parts[n][0], default=""),
+                 floors_steps=parts, error_vs_reference=fo.error_vs_reference,
+                 steps_vs_reference=fo.error_vs_reference / quantum, max_abs_reference=fo.max_abs,
+                 allowed=allowed, precision_bound=bound, quantum=quantum)
+    if steps > allowed_steps:
+        return False, (f"{steps:g} quantization steps off the float-view answer (allowed {allowed_steps}: max of "
+                       f"{bound / quantum:g} and {tol.floor_k:g} x floor {floor_steps:g})")
+    if tol.avg_steps is None:
+        return True, ""
+    avg, avg_floor = fo.avg_error / quantum, fo.avg_floor / quantum
+    avg_allowed = max(tol.avg_steps, tol.floor_k * avg_floor)
+    entry.update(avg_steps=avg, avg_floor_steps=avg_floor, allowed_avg_steps=avg_allowed)
+    return avg <= avg_allowed, (f"average error {avg:.3g} quantization steps off the float-view answer (allowed "
+                                f"{avg_allowed:.3g}: max of {tol.avg_steps:g} and {tol.floor_k:g} x average floor "
+                                f"{avg_floor:.3g})")
+
+
 class ModelCases:
     """The model-case methods of a Certification."""
 
@@ -132,13 +162,18 @@ class ModelCases:
 
             floors = measure(model, m, d, seed=seed, runs=MODEL_RUNS, half=precision == "float16")
             res.details["floor"] = to_details(floors)
+        elif numeric == "integer" and precision == "float-view" and tol.floor_k:
+            floors = self._float_view_floor(model, m, d, seed, res)
+        float_view = floors is not None and floors.answer == "float view"
         producers = {t: op for op in sg.operators for t in op.outputs}
         per_output = []
         for od in result.output_errors:
             t = sg.tensors[od.tensor]
             q = t.quantization
             entry: dict[str, Any] = {"name": od.name, "avg_error": od.avg_value, "std_dev": od.std_deviation}
-            if t.dtype.kind in "iu" and q.is_set and q.scale.size == 1 and float(q.scale[0]) > 0:
+            if float_view and t.dtype.kind in "iu" and q.is_set and q.scale.size == 1 and float(q.scale[0]) > 0:
+                ok, msg = _judge_float_view(entry, floors.outputs[od.index], float(q.scale[0]), tol)
+            elif t.dtype.kind in "iu" and q.is_set and q.scale.size == 1 and float(q.scale[0]) > 0:
                 scale, zp = float(q.scale[0]), int(q.zero_point[0]) if q.zero_point.size else 0
                 steps = od.max_abs_error
                 max_ref = (od.max_abs_reference + abs(zp)) * scale
@@ -155,15 +190,17 @@ class ModelCases:
                 if p is not None and p.op == "DEQUANTIZE" and p.inputs:
                     qi = sg.tensors[p.inputs[0]].quantization
                     quantum = float(np.max(qi.scale)) if qi.is_set else 0.0
-                if floors is not None:
+                if float_view and quantum:
+                    ok, msg = _judge_float_view(entry, floors.outputs[od.index], quantum, tol)
+                elif floors is not None:
                     fo = floors.outputs[od.index]
                     bound = tol.allowed(fo.max_abs, quantum or None)
                     allowed = tol.allowed(fo.max_abs, quantum or None, fo.floor)
                     ok = fo.error <= allowed
-                    entry.update(max_abs_error=fo.error, judged_against="float64", floor=fo.floor,
+                    entry.update(max_abs_error=fo.error, judged_against=floors.answer, floor=fo.floor,
                                  error_vs_reference=fo.error_vs_reference, max_abs_reference=fo.max_abs,
                                  allowed=allowed, precision_bound=bound)
-                    msg = (f"max |error| vs float64 {fo.error:.6g} > allowed {allowed:.6g} "
+                    msg = (f"max |error| vs {floors.answer} {fo.error:.6g} > allowed {allowed:.6g} "
                            f"(max of {bound:.3g} and {tol.floor_k:g} x floor {fo.floor:.3g})")
                 else:
                     allowed = tol.allowed(od.max_abs_reference, quantum or None)
@@ -171,7 +208,7 @@ class ModelCases:
                     entry.update(max_abs_error=od.max_abs_error, max_abs_reference=od.max_abs_reference,
                                  allowed=allowed)
                     msg = f"max |error| {od.max_abs_error:.6g} > allowed {allowed:.6g}"
-                if ok and quantum and tol.avg_steps is not None:
+                if ok and quantum and tol.avg_steps is not None and not float_view:
                     ok, msg = _average_ok(entry, od.avg_value / quantum, tol.avg_steps)
             else:
                 ok = od.max_abs_error == 0
@@ -182,6 +219,22 @@ class ModelCases:
             if not ok:
                 res.errors.append(f"output {od.index} ('{od.name}'): {msg} ({precision} tolerance)")
         res.details["outputs"] = per_output
+
+    def _float_view_floor(self, model: bytes | str, m, d: Delegate, seed: int, res: CaseResult):
+        """The float-view measurement (float_view.py), with the half-storage floor for a delegate
+        that stores half (float16 precision for float cases); a model whose float-view answer
+        the reference kernels cannot compute is not covered: there is nothing to ground it on."""
+        from acelera.conformance.float_view import FloatViewError
+        from acelera.conformance.float_view import measure as measure_float_view
+        from acelera.conformance.floor import to_details
+
+        try:
+            floors = measure_float_view(model, m, d, seed=seed, runs=MODEL_RUNS,
+                                        half=self.precision("float") == "float16")
+        except FloatViewError as e:
+            raise C.NotCovered(str(e)) from None
+        res.details["floor"] = to_details(floors)
+        return floors
 
     def _model_latency(self, model: bytes | str, d: Delegate, res: CaseResult) -> None:
         """Warm latency of the delegate and of the reference: the median of N invokes after W."""

@@ -192,7 +192,9 @@ def markdown(cert: "Certificate") -> str:
             out += [f"## {title}", ""]
             if kind == "model":
                 out += [f"Latency: {latency_method(cert)}. Float outputs of float models are judged against "
-                        f"the float64 answer, with the model's floor beside each error.", ""]
+                        f"the float64 answer, outputs of quantized models run in the float view against the "
+                        f"float-view answer (float64, each op rounded to its grid), with the model's floor "
+                        f"beside each error.", ""]
             out += ["| case | status | latency (us) | reference (us) | notes |", "|---|---|---:|---:|---|"]
             for c in rows:
                 note = "; ".join(c.errors) if c.errors else _notes(c)
@@ -211,12 +213,19 @@ def _notes(c: "CaseResult") -> str:
     if c.kind == "model" and "nodes" in d:
         bits = [f"{d.get('model_type', '')}; {d.get('delegated_nodes')}/{d.get('nodes')} nodes delegated"]
         for o in d.get("outputs", []):
-            if "floor" in o:
+            if "floor_steps" in o:
+                avg = (f"; average {o['avg_steps']:.3g} steps, floor {o['avg_floor_steps']:.3g}, allowed "
+                       f"{o['allowed_avg_steps']:.3g}" if "avg_floor_steps" in o else "")
+                of = f" ({o['floor_of']})" if len(o.get("floors_steps") or {}) > 1 else ""
+                bits.append(f"'{o.get('name')}': error {o['max_steps']:g} steps vs the float view, "
+                            f"floor {o['floor_steps']:g}{of}, allowed {o['allowed_steps']:g}{avg}")
+            elif "floor" in o:
                 bits.append(f"'{o.get('name')}': error {o['max_abs_error']:.3g} vs float64, "
                             f"floor {o['floor']:.3g}, allowed {o['allowed']:.3g}")
         fl = d.get("floor")
         if fl:
-            bits.append(f"float64 answer: {fl['float64_nodes']}/{fl['nodes']} nodes in float64, "
+            answer = fl.get("answer", "float64")
+            bits.append(f"{answer} answer: {fl['float64_nodes']}/{fl['nodes']} nodes in float64, "
                         f"floor of the {fl['floor_of']}")
         lat = (d.get("latency") or {}).get("delegate")
         if lat:

@@ -9,8 +9,9 @@ float16    float16 storage and arithmetic (GPU with precision loss allowed, NNAP
            Core ML's Neural Engine): relative error of about 1e-2.
 integer    integer arithmetic that may round differently: at most 1 quantization step.
 float-view quantized models computed in float with quantization simulators between ops (the
-           view TFLite's GPU delegate runs them in): each op within 1 step, but 1-step
-           differences grow over layers, so whole models are judged on the average error.
+           view TFLite's GPU delegate runs them in): each op within 1 step of the integer
+           reference; whole models against the exact float-view answer, on the floor of the
+           integer reference (below).
 exact      bit-exact integer arithmetic: every value equal to the reference.
 =========  ==================================================================================
 
@@ -46,7 +47,8 @@ float32    max_abs 1e-5, rel 1e-5,     max_abs 1e-4, rel 1e-4, steps 1
 float16    max_abs 1e-3, rel 1e-2,     max_abs 1e-2, rel 5e-2, steps 2
            steps 1
 integer    steps 1                     steps 3
-float-view steps 1                     avg_steps 12, steps 128
+float-view steps 1                     steps 1, avg_steps 1, floor_k 4 (vs the
+                                       float-view answer)
 exact      all 0                       all 0
 =========  ==========================  ===========================================
 
@@ -58,17 +60,45 @@ every constant and intermediate rounded to half). The delegate's own distance fr
 float64 answer must stay within max(the bound above, floor_k x floor), floor_k = FLOOR_K
 (4) by default. An output whose logits reach 1e3 through cancelling sums has a floor of
 order 1 and gets that room; a well-conditioned one has a floor near 1e-6 and keeps the
-precision's bound. Reports show the floor beside each error. Quantized outputs (full-integer
-models, and the float-view) are not floored: their float64 answer would be another graph.
+precision's bound. Reports show the floor beside each error.
 
-Why float-view's model bound is an average: the shared int8 MediaPipe models are
-ill-conditioned under quantization. LiteRT's own optimized int8 kernels (and its XNNPACK
-delegate) differ from LiteRT's reference kernels by up to 17 and 94 steps at single elements
-of face_detection_short_range_int8's two outputs, while their average differences stay at
-1.2-2.9 steps (10 on face_landmark_int8's one-element score). gpu-opencl's float view lands
-in the same place: averages of 1.1-9.5 steps (the 9.5 on that score) and single elements up
-to 116 steps. The bound is what LiteRT's optimized kernels themselves meet, rounded up: an
-average of 12 steps and a maximum of half the 8-bit range.
+Float-view model cases are floored the same way, on the float-view answer (float_view.py):
+the quantized graph computed exactly, in float64 by the reference kernels on dequantized
+values, each op's quantized outputs rounded onto their grid (quantize, clamp to the type's
+range, dequantize), QUANTIZE as that rounding and DEQUANTIZE as the identity. That is what a
+float-view delegate computes, less its own float32 rounding and storage. The *floor* of an
+output is how far acelera's integer reference (LiteRT's integer arithmetic, dequantized) lands
+from the float-view answer, in real units and in steps of the output's scale (of the
+DEQUANTIZE input for a float output); for a delegate that stores half (it claims float16 for
+float cases: the GPU backends with precision loss allowed) it is the larger of that and the
+distance of the float view in half storage (every input, constant and intermediate tensor
+rounded through half after its grid rounding, as the GPU stores them), the float-view
+counterpart of float16's half-storage floor. Two rules, both against the float-view answer:
+
+- max: the delegate's largest error (steps) <= max(steps, floor_k x floor);
+- average: its average error over elements and runs (steps) <= max(avg_steps, floor_k x
+  the average floor).
+
+Why both: the largest error of an ill-conditioned output is set by single elements, where one
+rounding that flips in an early layer (a value at a tie of its grid, which float32, half
+storage and the integer arithmetic each round their own way) moves a few outputs far. On
+face_detection_short_range_int8 the integer reference is up to 20 and 36 steps off the
+float-view answer on its two outputs (half storage: 20 and 55) while its average error stays
+at 1.1 and 2.3 steps, so the max rule gives room at single elements and the average rule keeps
+the output as a whole where an honest implementation lands (a delegate biased by a few steps
+everywhere fails it). Where both floors are 0 the precision's own bound governs: 1 step at any
+element and 1 on average (a value at a tie of the last grid may round either way). The half
+floor is needed: on misc_ops_a_int8 the integer reference equals the float-view answer at an
+output that squares a sum, and half storage flips one rounding of that sum, which the square
+makes 3 steps; gpu-opencl and gpu-gl are off by exactly that. Measured with the defaults
+(the certification's seeds, 2 runs, the shared and zoo int8 models): gpu-opencl and gpu-gl
+stay within 1.6 floors at single elements and 1.4 average floors; LiteRT's XNNPACK (which
+requantizes in float; float32 storage, so only the integer floor) is closer to the float-view
+answer than the integer reference itself (7 and 13 steps on face_detection_short_range_int8,
+averages 0.14 and 0.49): the float-view answer is what float implementations compute. With
+floor_k = 0 ([tolerances.float-view.model]) a float-view case is judged against the integer
+reference with steps and avg_steps alone. A model whose float-view answer the reference kernels
+cannot compute is not covered.
 
 Overrides come from a TOML file (`acelera conformance --tolerances FILE`, or
 `Tolerances.load(path)`); every key is optional and replaces only what it names::
@@ -85,6 +115,9 @@ Overrides come from a TOML file (`acelera conformance --tolerances FILE`, or
     max_abs = 5e-3
 
     [tolerances.float32.model]    # float model cases: k x the model's floor (below)
+    floor_k = 8
+
+    [tolerances.float-view.model] # quantized model cases: k x the float-view floor
     floor_k = 8
 
     [verdict]
@@ -122,7 +155,8 @@ LATENCY_RUNS, LATENCY_WARMUP = 10, 2
 #: reference's own distance from it (the floor): a second honest float32 implementation with
 #: another summation order lands within 1-3 floors of the exact answer; 4 leaves room without
 #: letting a real bug through on a well-conditioned output (where the floor is tiny and the
-#: precision's own bound governs). The same k for float16 against the half-storage floor.
+#: precision's own bound governs). The same k for float16 against the half-storage floor, and
+#: for the float-view against the integer reference's distance from the float-view answer.
 FLOOR_K = 4.0
 
 
@@ -139,7 +173,8 @@ class Tolerance:
     steps: float = 0.0
     #: bound on the average error in quantization steps (model cases of quantized outputs); None: none
     avg_steps: float | None = None
-    #: float outputs of float model cases: also allow floor_k x the model's numerical floor (floor.py)
+    #: model cases: also allow floor_k x the model's numerical floor (floor.py; float_view.py for
+    #: float-view cases, where the average-error bound is floored too)
     floor_k: float = 0.0
 
     def allowed(self, max_abs_reference: float, quantum: float | None = None, floor: float = 0.0) -> float:
@@ -165,9 +200,16 @@ DEFAULT_MODEL: dict[str, Tolerance] = {
     "float32": Tolerance(1e-4, 1e-4, 1, floor_k=FLOOR_K),
     "float16": Tolerance(1e-2, 5e-2, 2, floor_k=FLOOR_K),
     "integer": Tolerance(0.0, 0.0, 3),
-    "float-view": Tolerance(0.0, 0.0, 128, avg_steps=12),
+    "float-view": Tolerance(0.0, 0.0, 1, avg_steps=1, floor_k=FLOOR_K),
     "exact": Tolerance(0.0, 0.0, 0),
 }
+
+#: float-view model outputs judged without the float-view answer (acelera select compares each
+#: configuration with the integer reference only): what LiteRT's own optimized int8 kernels and
+#: its XNNPACK delegate meet against LiteRT's reference kernels on the shared int8 models
+#: (single elements up to 94 steps, averages up to 2.9, 10 on one one-element score), rounded
+#: up: half the 8-bit range, an average of 12 steps.
+UNFLOORED_FLOAT_VIEW = Tolerance(0.0, 0.0, 128, avg_steps=12)
 
 
 @dataclass

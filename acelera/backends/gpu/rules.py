@@ -284,8 +284,7 @@ def gpu_table(name: str, ops: Mapping[str, tuple[int, Iterable[str]]] | None = N
     where it accepts more), then the backend's `extra` ones.
     """
     if ops is None:
-        base = table(name, GPU_OPS, GPU_TYPES, CONSTRAINTS)
-        return base
+        return table(name, GPU_OPS, GPU_TYPES, CONSTRAINTS)
     rows = []
     for op, (version, dtypes) in ops.items():
         base = (replace or {}).get(op, CONSTRAINTS.get(op, ()))
@@ -303,7 +302,7 @@ def wants_backend(backend: str):
 def gpu_precision(options: Mapping) -> dict[str, str]:
     """What the conformance suite judges: float16 when precision loss is allowed (half
     storage), float32 otherwise; quantized models run in float with quantization simulators
-    (float-view: each op within a step, whole models on their average error)."""
+    (float-view: each op within a step, whole models against the float-view answer on its floor)."""
     loss = bool(options.get("gpu_precision_loss_allowed", True))
     return {"float": "float16" if loss else "float32", "integer": "float-view"}
 

@@ -68,7 +68,7 @@ SPEC = DelegateSpec(
     name="gpu-gl", summary="GPU delegate, OpenGL compute-shader backend (Mesa llvmpipe without a GPU)",
     version=VERSION, flags=GPU_FLAGS, enabled_by=("use_gpu",), op_table=OP_TABLE,
     # as gpu-opencl: quantized models run in TFLite's float view (quantization simulators), each
-    # op within one step of the integer kernels, whole models judged on their average error
+    # op within one step of the integer kernels, whole models against the float-view answer on its floor
     model_types=frozenset({"float32", "float16", "dynamic-range", "full-integer"}), backend="hardware",
     default_max_partitions=1, probe=probe, factory=create, wants=wants_backend("gl"), fallback_for="gpu-opencl",
     precision="float16", fp16_weights_aware=True,

@@ -44,13 +44,14 @@ SPEC = DelegateSpec(
     name="gpu-opencl", summary="GPU delegate, OpenCL backend (PoCL on CPU-only machines)", version=VERSION,
     flags=GPU_FLAGS + (DEVICE_FLAG,), enabled_by=("use_gpu",), op_table=OP_TABLE,
     # Quantized models run in TFLite's float view: each op within one step of the integer
-    # kernels; whole models are certified on their average error ("float-view" precision).
+    # kernels; whole models against the float-view answer on its floor ("float-view" precision).
     model_types=frozenset({"float32", "float16", "dynamic-range", "full-integer"}), backend="hardware",
     default_max_partitions=1, probe=probe, factory=create, wants=wants_backend("cl"),
     precision="float16", fp16_weights_aware=True,
     notes="fp16 storage (vload_half/vstore_half) with float32 arithmetic when precision loss is allowed; "
           "quantized models run in float with quantization simulators (TFLite's float view): each op within "
-          "one step of the integer kernels, whole int8 models within 1-3 steps on average; "
+          "one step of the integer kernels, whole int8 models within 4x the integer reference's own distance "
+          "from the exact float-view answer; "
           "--gpu_inference_for_sustained_speed is accepted and has no effect")
 
 
