@@ -29,7 +29,7 @@ def tiny_cnn(seed: int = 0, size: int = 32, quantized: bool = False) -> bytes:
         q = np.clip(np.round(w / scales.reshape(shape)), -127, 127).astype(i8)
         return b.add_constant(name, q, (scales.astype(f32), np.zeros(len(scales), np.int64), axis))
 
-    def bias(name: str, v: np.ndarray, in_scale: float, w_scales: np.ndarray | None):
+    def bias(name: str, v: np.ndarray, in_scale: float, w_scales: np.ndarray):
         if not quantized:
             return b.add_constant(name, v.astype(f32))
         s = (in_scale * w_scales).astype(f32)

@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -177,7 +177,7 @@ class Selection:
 
     @property
     def ranked(self) -> list[Trial]:
-        return sorted((t for t in self.trials if t.rank is not None), key=lambda t: t.rank)
+        return sorted((t for t in self.trials if t.rank is not None), key=lambda t: cast(int, t.rank))
 
     @property
     def winner(self) -> Trial | None:

@@ -338,15 +338,18 @@ def delegate_rows(registry: Registry) -> list[dict[str, Any]]:
     return rows
 
 
+TOOL_HANDLER = "acelera-tool"  # the name of the handler _tool_logging installs
+
+
 def _tool_logging() -> None:
     """Delegates log what they take and refuse on the `acelera` logger; tools show it, TFLite-style."""
     import logging
 
     logger = logging.getLogger("acelera")
-    if not any(getattr(h, "_acelera", False) for h in logger.handlers):
+    if not any(h.get_name() == TOOL_HANDLER for h in logger.handlers):
         handler = logging.StreamHandler(sys.stdout)
         handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
-        handler._acelera = True
+        handler.set_name(TOOL_HANDLER)
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
 
@@ -404,8 +407,8 @@ def _main(argv: list[str] | None, registry: Registry | None) -> int:
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     if args and args[0] in ("--version", "-V") and set(args[1:]) <= {"-v", "--verbose"}:
-        print("\n".join(version_lines(registry or get_registry() if len(args) > 1 else registry,
-                                       len(args) > 1)) if len(args) > 1 else f"acelera {__version__}")
+        print("\n".join(version_lines(registry or get_registry(), True)) if len(args) > 1
+              else f"acelera {__version__}")
         return 0
     try:
         registry = registry or get_registry()

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 #: Python annotation -> the label TFLite's usage text uses (anything else: string)
-LABELS = {bool: "bool", int: "int", float: "float"}
+LABELS: dict[object, str] = {bool: "bool", int: "int", float: "float"}
 
 
 def _label(p: Any) -> str:
@@ -70,8 +70,8 @@ def help_tables() -> Iterator[None]:
     from typer import rich_utils
 
     saved = rich_utils.Table
-    rich_utils.Table = _UncutTable
+    rich_utils.Table = _UncutTable  # type: ignore[misc]  # a deliberate monkeypatch of typer's Table class
     try:
         yield
     finally:
-        rich_utils.Table = saved
+        rich_utils.Table = saved  # type: ignore[misc]

@@ -153,10 +153,12 @@ def print_report(sel: Any, out: Path | None) -> None:
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     t = Table(title=f"acelera select {escape(Path(sel.model).name)} ({sel.model_type} model, {sel.cores} core(s); "
                     f"latency: median of {sel.runs} after {sel.warmup} warm-up)", title_justify="left")
-    for col, kw in (("#", {"justify": "right"}), ("configuration", {}), ("status", {}),
-                    ("latency us", {"justify": "right"}), ("init ms", {"justify": "right"}),
-                    ("cached", {"justify": "right"}), ("precision", {}), ("accuracy (worst output)", {}),
-                    ("ran where", {}), ("note", {"overflow": "fold"})):
+    columns: tuple[tuple[str, dict[str, Any]], ...] = (  # names, Table.add_column's keyword arguments
+        ("#", {"justify": "right"}), ("configuration", {}), ("status", {}),
+        ("latency us", {"justify": "right"}), ("init ms", {"justify": "right"}),
+        ("cached", {"justify": "right"}), ("precision", {}), ("accuracy (worst output)", {}),
+        ("ran where", {}), ("note", {"overflow": "fold"}))
+    for col, kw in columns:
         t.add_column(col, **kw)
     order = {"pass": 0, "fail": 1, "error": 2, "skipped": 3, NOT_TRIED: 4}
     rest = sorted((x for x in sel.trials if x.rank is None), key=lambda x: order.get(x.status, 5))

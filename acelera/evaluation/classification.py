@@ -151,6 +151,7 @@ def evaluate_classification(interpreters: Any, images: Sequence[str], truths: Se
                 ref.invoke()
                 ref_inf.update((time.perf_counter_ns() - t0) // 1000)
                 rscores = ref.get_tensor(out["index"])
+                assert ref_topk is not None  # made with the reference interpreter
                 ref_topk.update(rscores, truth)
                 rpred = model_labels[int(np.argsort(-rscores.reshape(-1).astype(np.float64), kind="stable")[0])]
                 agree += rpred == pred
@@ -194,6 +195,7 @@ def classification_json(r: ClassificationResult) -> dict[str, Any]:
         }},
     }
     if r.reference_accuracies is not None:
+        assert r.reference_inference is not None  # both come from the reference run
         out["reference"] = {"inference_latency": latency_json(r.reference_inference),
                             "topk_accuracy_metrics": {"topk_accuracies": r.reference_accuracies},
                             "top1_agreement": r.top1_agreement}
@@ -230,8 +232,8 @@ def run_image_classification(registry: Any, parsed: Any, log: Callable[[str], An
     known = set(model_labels)
     for path, truth in pairs:
         if truth not in known:
-            line = truths.index(truth) + 1
-            raise EvaluationError(f"--ground_truth_labels: label '{truth}' (line {line} of {gt_file}, for "
+            lineno = truths.index(truth) + 1
+            raise EvaluationError(f"--ground_truth_labels: label '{truth}' (line {lineno} of {gt_file}, for "
                                   f"{path}) is not among the labels of --model_output_labels {labels_file}")
     its = open_interpreters(registry, parsed, model_file, int(flag("num_interpreter_threads")),
                             bool(flag("compare_to_reference")))

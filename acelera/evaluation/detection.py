@@ -27,7 +27,7 @@ import os
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -100,6 +100,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 def _fields(buf: bytes):
     """(field number, wire type, value) of a protobuf message: ints, bytes, or 4/8 raw bytes."""
     pos = 0
+    value: int | bytes
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         num, wire = key >> 3, key & 7
@@ -218,6 +219,7 @@ def load_ground_truth_json(path: str) -> tuple[dict[str, ImageTruth], list[int]]
         raise EvaluationError(f"--ground_truth_json: {path} is not a COCO instances file (no 'images' list)")
     by_id: dict[int, ImageTruth] = {}
     out: dict[str, ImageTruth] = {}
+    t: ImageTruth | None
     try:
         for im in data["images"]:
             t = ImageTruth(name=os.path.basename(im["file_name"]), image_id=int(im["id"]), width=int(im["width"]),
@@ -228,6 +230,7 @@ def load_ground_truth_json(path: str) -> tuple[dict[str, ImageTruth], list[int]]
             t = by_id.get(int(a["image_id"]))
             if t is None:
                 raise ValueError(f"annotation {k} refers to image id {a['image_id']}, which is not in 'images'")
+            assert t.iscrowd is not None and t.area is not None  # every image above starts with lists
             x, y, w, h = (float(v) for v in a["bbox"])
             t.objects.append((int(a["category_id"]), (y / t.height, x / t.width, (y + h) / t.height,
                                                       (x + w) / t.width)))
@@ -290,7 +293,7 @@ def _detections(it: Any, roles: Sequence[int], class_offset: int) -> list[Detect
     n = int(count.reshape(-1)[0]) if count.size else 0
     n = max(0, min(n, boxes.shape[0], classes.size, scores.size))
     return [Detection(int(classes[i]) + class_offset, float(scores[i]),
-                      tuple(float(v) for v in boxes[i])) for i in range(n)]
+                      cast("tuple[float, float, float, float]", tuple(float(v) for v in boxes[i]))) for i in range(n)]
 
 
 def evaluate_detection(interpreters: Any, images: Sequence[str], model_labels: Sequence[str], *,

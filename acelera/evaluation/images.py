@@ -66,6 +66,7 @@ def load_image(path: str, raw_shape: tuple[int, int] | None = None) -> np.ndarra
         from PIL import Image
     except ImportError:
         raise EvaluationError("the evaluation tools decode images with Pillow: pip install 'acelera[eval]'") from None
+    im: Image.Image
     try:
         with Image.open(path) as im:
             im.load()
@@ -140,6 +141,7 @@ class InputSpec:
 
     def describe(self) -> str:
         if self.mean is not None:
+            assert self.std is not None, "metadata normalization sets mean and std together"
             how = f"(pixel - {_fmt(self.mean)}) / {_fmt(self.std)} from the model's metadata"
             if self.dtype != np.float32:
                 how += f", quantized with scale {self.scale:g}, zero point {self.zero_point}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -112,7 +112,8 @@ def coco_map(truths: Sequence[ImageTruth], detections: Sequence[Sequence[Detecti
         raise EvaluationError("object-detection mAP needs pycocotools: pip install 'acelera[eval]'") from None
     if len(truths) != len(detections):
         raise ValueError("one detection list per image is required")
-    images, annotations, results = [], [], []
+    images, results = [], []
+    annotations: list[dict[str, Any]] = []
     cats = set(categories or ())
     for t, dets in zip(truths, detections):
         images.append({"id": t.image_id, "file_name": t.name, "width": t.width, "height": t.height})

@@ -71,9 +71,10 @@ class Flag:
 
     def range_text(self) -> str:
         """The allowed values of a numeric flag, e.g. '[0, 2147483647]' or 'any finite number'."""
-        low, high = self.bounds() or (None, None)
-        if low is None:
+        bounds = self.bounds()
+        if bounds is None:
             return ""
+        low, high = bounds
         if low == -math.inf and high == math.inf:
             return "any finite number"
         if high == math.inf:
@@ -84,7 +85,9 @@ class Flag:
 
     def check_range(self, value: float | int, where: str = "") -> float | int:
         """`value` if it is finite and within the flag's bounds, else a FlagValueError."""
-        low, high = self.bounds()
+        bounds = self.bounds()
+        assert bounds is not None, f"--{self.name} is not a numeric flag"
+        low, high = bounds
         if isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
             raise FlagValueError(f"--{self.name}: {format_number(value)} is out of range "
                                  f"(allowed: {self.range_text()}){where}")
@@ -93,6 +96,7 @@ class Flag:
     def parse(self, text: Any, where: str = "") -> Any:
         """Parse a command-line or config value into this flag's type."""
         where = f" ({where})" if where else ""
+        value: float | str
         if self.type is bool:
             if isinstance(text, bool):
                 return text
@@ -131,7 +135,7 @@ class Flag:
         return value
 
 
-def _clip(text: str, limit: int = 60) -> str:
+def _clip(text: object, limit: int = 60) -> str:
     text = str(text)
     return text if len(text) <= limit else text[:limit] + "..."
 

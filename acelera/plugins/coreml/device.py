@@ -31,7 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from acelera.backends.emulation import EmulatedDelegate, Fp16Runner, to_half
-from acelera.core.delegate import DelegateKernel, Partition, Support
+from acelera.core.delegate import DelegateKernel, OpTable, Partition, Support
 from acelera.core.kernels.registry import Kernel, NodeContext
 from acelera.core.subplan import ReferenceKernel, reference_factory
 from acelera.plugins.coreml.rules import NEWEST_VERSION, op_table
@@ -119,6 +119,7 @@ class CoreMLDelegate(EmulatedDelegate):
     #: the real delegate partitions with FP16GraphPartitionHelper (coreml_delegate.mm)
     fp16_weights_aware = True
     precision = "float16"
+    op_table: OpTable  # set by __init__
 
     def __init__(self, options: Mapping[str, Any] | None = None):
         options = dict(options or {})

@@ -28,6 +28,7 @@ import json
 import os
 import re
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Mapping
 
 import numpy as np
@@ -46,7 +47,7 @@ class CoreMLExportError(AceleraError):
     """coremltools is missing, or a partition cannot be written as a Core ML model."""
 
 
-def require_coremltools():
+def require_coremltools() -> ModuleType:
     """The coremltools module, or CoreMLExportError saying how to install it."""
     import logging
 
@@ -173,7 +174,9 @@ class _Translator:
         return self.mb.reduce_mean(x=self.val(ctx, 0), axes=axes, keep_dims=True)
 
     def _pad(self, ctx, mode: str):
-        pads = self.const(ctx, 1).astype(np.int32).reshape(-1)
+        paddings = self.const(ctx, 1)
+        assert paddings is not None, "the Core ML rules take constant paddings only"
+        pads = paddings.astype(np.int32).reshape(-1)
         kw = {}
         if mode == "constant":
             cv = self.const(ctx, 2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
 
 import numpy as np
 
@@ -31,8 +32,8 @@ class CoreMLRunner(DeviceRunner):
         if sys.platform != "darwin":
             raise CoreMLExportError(f"{ENV}=1 runs partitions through Core ML, which exists only on macOS "
                                     f"(this is {sys.platform}); unset it to use the emulated Neural Engine")
-        self.ct = require_coremltools()
-        self.devices = devices
+        self.ct: ModuleType = require_coremltools()
+        self.devices: str = devices
         self.device = f"Core ML on this Mac ({'Neural Engine' if devices == 'neural_engine' else 'all units'})"
 
     def describe(self) -> str:

@@ -121,7 +121,8 @@ def binary_rules() -> tuple[Constraint, ...]:
 
     return (
         Constraint("both inputs must be FLOAT32 or constant FLOAT16", types),
-        Constraint("inputs must have rank <= 4", lambda n: len(n.input(0).shape) <= 4 and len(n.input(1).shape) <= 4),
+        Constraint("inputs must have rank <= 4",
+                   lambda n: all(t is not None and len(t.shape) <= 4 for t in (n.input(0), n.input(1)))),
         Constraint("Core ML broadcasting: batch sizes must be equal unless one input is a 1-element constant", b_ok),
         Constraint("Core ML broadcasting: (H, W) must be equal or one input's (H, W) must be (1, 1)", hw_ok),
         Constraint("Core ML broadcasting: channels must be equal or one input must have 1 channel", c_ok),
@@ -165,7 +166,7 @@ def conv_rules(op: str) -> tuple[Constraint, ...]:
     else:
         rules.insert(0, NOT_SIGN_BIT)
         rules.append(Constraint("bias (input #2) must be constant",
-                                lambda n: n.input(2) is None or n.input(2).is_constant))
+                                lambda n: (b := n.input(2)) is None or b.is_constant))
     return tuple(rules)
 
 
@@ -183,7 +184,7 @@ def fully_connected_rules() -> tuple[Constraint, ...]:
         Constraint("weights format must be DEFAULT",
                    lambda n: int(n.options.get("weights_format", FC_DEFAULT_WEIGHTS)) == FC_DEFAULT_WEIGHTS),
         Constraint("weights (input #1) must be a constant FLOAT32 or FLOAT16 tensor",
-                   lambda n: _const(n.input(1)) and n.input(1).type_name in FLOATS),
+                   lambda n: (w := n.input(1)) is not None and w.is_constant and w.type_name in FLOATS),
         Constraint("single batch only (Core ML 2): every input dimension but the last must be 1", single_batch),
         Constraint("bias (input #2) must be a constant FLOAT32 or FLOAT16 tensor", bias_ok),
         NOT_SIGN_BIT,
@@ -200,7 +201,7 @@ def mean_rules() -> tuple[Constraint, ...]:
 
     return (
         Constraint("keep_dims must be true", lambda n: bool(n.options.get("keep_dims", False))),
-        Constraint("input must be 4D", lambda n: len(n.input(0).shape) == 4),
+        Constraint("input must be 4D", lambda n: (x := n.input(0)) is not None and len(x.shape) == 4),
         Constraint("must reduce over the H and W axes only (constant axes 1, 2, -3, -2)", hw_axes),
     )
 

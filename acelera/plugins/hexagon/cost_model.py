@@ -54,21 +54,28 @@ def _size(shape) -> int:
     return int(prod(shape)) if shape else 1
 
 
+def _shape(node: NodeContext, i: int) -> tuple[int, ...]:
+    """The shape of input `i`, one the op cannot do without (a filter, the data input)."""
+    t = node.inputs[i]
+    assert t is not None, f"{node.op.name} has no input {i}"
+    return t.shape
+
+
 def macs(node: NodeContext) -> int:
     """Multiply-accumulates of a convolution or matrix op (0 for other ops)."""
     op = node.op.name
     out = _size(node.outputs[0].shape) if node.outputs else 0
     if op == "CONV_2D":
-        _, kh, kw, ic = node.inputs[1].shape
+        _, kh, kw, ic = _shape(node, 1)
         return out * kh * kw * ic
     if op == "DEPTHWISE_CONV_2D":
-        _, kh, kw, _ = node.inputs[1].shape
+        _, kh, kw, _ = _shape(node, 1)
         return out * kh * kw
     if op == "FULLY_CONNECTED":
-        return out * int(node.inputs[1].shape[-1])
+        return out * int(_shape(node, 1)[-1])
     if op == "TRANSPOSE_CONV":
-        oc, kh, kw, _ = node.inputs[1].shape
-        return _size(node.inputs[2].shape) * oc * kh * kw
+        oc, kh, kw, _ = _shape(node, 1)
+        return _size(_shape(node, 2)) * oc * kh * kw
     return 0
 
 

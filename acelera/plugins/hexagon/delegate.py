@@ -39,6 +39,7 @@ class HexagonDelegate(EmulatedDelegate):
 
     name = "hexagon"
     precision = "integer"
+    runner: HexagonRunner
 
     def __init__(self, hexagon_profiling: bool = False, hexagon_lib_path: str = DEFAULT_LIB_PATH,
                  max_delegated_partitions: int = 0, min_nodes_per_partition: int = 0,

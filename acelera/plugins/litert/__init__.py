@@ -19,7 +19,7 @@ reason. `build_example_delegate(dir)` compiles the project's own example native 
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypedDict
 
 from acelera.core.delegate import Support
 from acelera.plugins.litert.build import build_example_delegate
@@ -27,6 +27,9 @@ from acelera.plugins.litert.host import native_table, parse_options
 from acelera.registrar import hookimpl
 from acelera.registrar.flags import Flag
 from acelera.registrar.spec import DelegateSpec
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 __all__ = ["wrap_litert_delegate", "load_native_delegate", "build_example_delegate", "EXTERNAL", "XNNPACK"]
 
@@ -88,7 +91,15 @@ def create_xnnpack(options: Mapping[str, Any]):
     return LiteRTHostDelegate(XNNPACK, BuiltinXnnpack(), "cpu", _threads(options))
 
 
-def load_native_delegate(path: str, options: Mapping[str, Any] | None = None, **limits: int):
+class NativeLimits(TypedDict, total=False):
+    """The limits `load_native_delegate` passes on to the delegate."""
+
+    num_threads: int | None
+    max_delegated_partitions: int
+    min_nodes_per_partition: int
+
+
+def load_native_delegate(path: str, options: Mapping[str, Any] | None = None, **limits: Unpack[NativeLimits]):
     """A litert-external delegate for library `path` with its own options (LiteRT's
     load_delegate(path, options)); ValueError (DelegateLoadError) naming the path if it cannot load."""
     from acelera.plugins.litert.host import LiteRTHostDelegate, NativeLibrary

@@ -281,9 +281,7 @@ class LiteRTHostDelegate(Delegate):
                 constants[i] = data
         for i, t in zip(op.outputs, node.outputs):
             tensors[i] = t
-        for i in op.intermediates:
-            tensors.setdefault(i, None)
-        if any(t is None for t in tensors.values()):
+        if any(i not in tensors for i in op.intermediates):
             return Support(False, f"{name}: not hosted through LiteRT: intermediate tensors", "constraint")
         try:
             written = bridge.write_graph([op], tensors, list(op.outputs), constants)
@@ -307,6 +305,7 @@ class LiteRTHostDelegate(Delegate):
         return self._verdicts[key]
 
     def _ask_litert(self, name: str, content: bytes, outputs: Sequence[int] | None) -> Support:
+        assert self.source is not None, "callers answer for a delegate without a library themselves"
         try:
             it = _interpreter(self.source, content, self.num_threads)
         except Exception as e:

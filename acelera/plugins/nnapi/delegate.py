@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from acelera.backends.emulation import DeviceRunner, EmulatedDelegate
-from acelera.core.delegate import Support
+from acelera.core.delegate import OpTable, Support
 from acelera.core.errors import AceleraError
 from acelera.core.kernels.registry import Kernel, NodeContext
 from acelera.core.opcodes import CUSTOM
@@ -125,7 +125,7 @@ def resolve(options: Mapping[str, Any]) -> Config:
             note = f"{names} {'caps' if len(targets) == 1 else 'cap'} the target at {level_name(level)}"
     elif sdk >= MIN_SDK and rt != sdk:
         note = f"with no target devices TFLite checks API level {sdk}, not {level_name(rt)}"
-    filt = DeviceSet(targets) if use_targets and accelerator_specified else None
+    filt = DeviceSet(targets) if targets is not None and accelerator_specified else None
     pref = str(options.get("nnapi_execution_preference", "") or "")
     pref = _choice(pref, PREFERENCES, "preference", "undefined") if pref else "undefined"
     prio = str(options.get("nnapi_execution_priority", "") or "")
@@ -169,6 +169,8 @@ class NnapiDelegate(EmulatedDelegate):
 
     name = "nnapi"
     fp16_weights_aware = True  # NNAPI partitions with TFLite's FP16GraphPartitionHelper
+    op_table: OpTable  # set by __init__
+    runner: NnapiRunner
 
     def __init__(self, options: Optional[Mapping[str, Any]] = None):
         options = dict(options or {})

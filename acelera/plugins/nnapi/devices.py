@@ -187,7 +187,7 @@ class DeviceSet:
         reasons = [d.why_not(node) for d in self.devices]
         if any(r is None for r in reasons):
             return None
-        return "not supported by the target NNAPI device(s): " + "; ".join(reasons)
+        return "not supported by the target NNAPI device(s): " + "; ".join(r for r in reasons if r is not None)
 
     def constraint(self, op: str) -> DeviceConstraint:
         return DeviceConstraint(f"supported by a target device ({self.names})",

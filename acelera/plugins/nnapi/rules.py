@@ -52,7 +52,7 @@ class Check:
 class OpRule:
     op: str
     #: highest op version (an int, a function of the target, or None: Validate checks none)
-    max_version: object = 1
+    max_version: int | Callable[[Target], Optional[int]] | None = 1
     min_level: int = 27
     #: ((from_level, types or ANY), ...): the types the checked input may have from each level on
     types: Optional[tuple] = None
