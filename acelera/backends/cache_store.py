@@ -94,7 +94,7 @@ def _feed(h, v: Any) -> None:
     elif isinstance(v, (np.ndarray, np.generic)):
         a = np.ascontiguousarray(v)
         h.update(f"nd:{a.dtype.str}:{a.shape}:".encode())
-        h.update(memoryview(a.reshape(-1)).cast("B") if a.dtype.kind != "O" else repr(a.tolist()).encode())
+        h.update(a.reshape(-1).data.cast("B") if a.dtype.kind != "O" else repr(a.tolist()).encode())
     elif isinstance(v, Mapping):
         h.update(b"map:%d:" % len(v))
         for k in sorted(v, key=repr):
@@ -223,9 +223,9 @@ def decode(data: bytearray) -> tuple[dict, dict[str, Entry]]:
     base = start + hlen
     out: dict[str, Entry] = {}
     try:
-        for key, e in entries.items():
+        for key, ent in entries.items():
             arrays = {}
-            for name, dt, shape, off, nb in e["arrays"]:
+            for name, dt, shape, off, nb in ent["arrays"]:
                 dt = _check_dtype(np.dtype(dt))
                 if not all(isinstance(d, int) and d >= 0 for d in shape) or not isinstance(name, str):
                     raise EntryError(f"corrupt (entry {name!r} has a bad shape)")
@@ -233,7 +233,7 @@ def decode(data: bytearray) -> tuple[dict, dict[str, Entry]]:
                 if count * dt.itemsize != nb or off < 0 or off + nb > payload:
                     raise EntryError(f"corrupt (entry {name!r} out of bounds)")
                 arrays[name] = np.frombuffer(data, dt, count, base + off).reshape(shape)
-            out[key] = Entry(str(e["consts"]), arrays)
+            out[key] = Entry(str(ent["consts"]), arrays)
     except (ValueError, TypeError, KeyError) as e:
         raise EntryError(f"corrupt (bad entry: {type(e).__name__})") from None
     return meta, out

@@ -62,8 +62,8 @@ class BoundaryMixin:
             with np.errstate(invalid="ignore"):
                 w = np.where(np.isnan(v), INT32_MAX, np.clip(v.astype(np.float64), -INT32_MAX - 1, INT32_MAX))
             return w.astype(np.int32)
-        dtype = np.dtype({"FLOAT32": np.float32, "FLOAT16": np.float16, "INT8": np.int8,
-                          "UINT8": np.uint8}[port.dtype])
+        dtype: np.dtype = np.dtype({"FLOAT32": np.float32, "FLOAT16": np.float16, "INT8": np.int8,
+                                    "UINT8": np.uint8}[port.dtype])
         if port.scale:
             info = np.iinfo(dtype)
             q = round_half_away(v / np.float32(port.scale)) + port.zero_point

@@ -83,8 +83,9 @@ class SerializationCache:
         if self.refused is not None:
             return None
 
-        def bad(why: str) -> None:
+        def bad(why: str) -> CacheEntry | None:
             warnings.warn(f"{who}: cache entry {path} {why}; rebuilding", CacheWarning, stacklevel=stacklevel + 1)
+            return None
         try:
             raw = self.files.read(os.path.basename(path))
         except UnsafeDirectory as e:
@@ -100,15 +101,15 @@ class SerializationCache:
             _, entries = decode(raw)
             if len(entries) != 1:
                 raise EntryError(f"corrupt ({len(entries)} entries)")
-            (stored_key, e), = entries.items()
+            (stored_key, entry), = entries.items()
         except EntryError as e:
             return bad(f"is {e}")
         if stored_key != key:
             return bad("was made for another partition, options or device")
-        if e.consts != consts:
+        if entry.consts != consts:
             return bad("was made for other constant data (weights)")
         try:
-            arrays = dict(e.arrays)
+            arrays = dict(entry.arrays)
             header = arrays.pop("__plan__").tobytes().decode()
             binary = arrays.pop("__binary__").tobytes()
             named = {k[len(_NAMED):]: arrays.pop(k).tobytes() for k in list(arrays) if k.startswith(_NAMED)}

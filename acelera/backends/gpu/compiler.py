@@ -219,7 +219,7 @@ class Compiler:
             p[S.P_GEOM + i] = f2i(g) if isinstance(g, float) else int(g)
         return p
 
-    def launch(self, kernel: str, n: int, a, b, c, dst: str, params: np.ndarray, node: int) -> Launch:
+    def launch(self, kernel: str, n: int, a, b, c, dst: str, params: np.ndarray, node: int) -> Launch | None:
         if n <= 0:
             return None
         if a is None:
@@ -308,6 +308,8 @@ class Compiler:
         outs = [p.buffer for p in plan.outputs]
         for p in plan.outputs:
             b = p.buffer
+            if b is None:
+                continue
             ls = writers.get(b, [])
             if (p.float_storage or not ls or b in read or b in inputs or outs.count(b) != 1
                     or plan.buffers[b].data is not None):

@@ -6,9 +6,13 @@ A backend subclasses `GpuDelegate`, sets `name`, `logger` (and `log_level`), and
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from acelera.backends.gpu.rules import general_support, gpu_precision, unsupported_message
-from acelera.core.delegate import Delegate, Partition, Support
+from acelera.core.delegate import Delegate, OpTable, Partition, Support
+
+if TYPE_CHECKING:
+    from acelera.backends.gpu.cache import SerializationCache
 
 TANH = 4
 #: ops whose fused_activation_function is their own (cell) activation, which the CPU kernel
@@ -23,6 +27,7 @@ class GpuDelegate(Delegate):
     #: where TFLite's "Following operations are not supported by GPU delegate" lines go
     logger = logging.getLogger("acelera.gpu")
     log_level = logging.INFO
+    op_table: OpTable
 
     def __init__(self, options, dev, op_table, version: str):
         super().__init__()
@@ -33,7 +38,7 @@ class GpuDelegate(Delegate):
         self.half = bool(options.get("gpu_precision_loss_allowed", True))
         self.enable_quant = bool(options.get("gpu_experimental_enable_quant", True))
         self.precision = gpu_precision(options)
-        self.cache = None  # a backend with program-binary serialization sets its cache
+        self.cache: SerializationCache | None = None  # a backend with program-binary serialization sets its cache
         self._asked: dict[int, str | None] = {}
         self._round: dict[int, str | None] | None = None
         self._logged = False

@@ -30,7 +30,7 @@ class Layout:
         dims = [1, 1, 1, 1]
         for ax, d in zip(AXES[len(self.shape)], self.shape):
             dims[ax] = int(d)
-        return tuple(dims)
+        return dims[0], dims[1], dims[2], dims[3]
 
     @property
     def B(self) -> int:

@@ -21,6 +21,7 @@ from acelera.backends.gpu.rules import (
     STRIDES,
 )
 from acelera.core.delegate import Constraint
+from acelera.core.kernels.registry import NodeContext
 
 F = ("FLOAT32",)
 Q = ("FLOAT32", "INT8", "UINT8")
@@ -132,6 +133,17 @@ def _lstm_depth(n) -> bool:
     return len(s) == 2 and s[-1] % 4 == 0
 
 
+def _lstm_state_not_variable(n: NodeContext) -> bool:
+    prev_a, prev_s = n.input(1), n.input(4)
+    assert prev_a is not None and prev_s is not None  # checked after _lstm_basic: all 5 inputs present
+    return not (prev_a.is_variable or prev_s.is_variable)
+
+
+def _ungrouped(n: NodeContext) -> bool:
+    x, w = n.input(0), n.input(1)
+    return x is not None and w is not None and x.shape[-1] == w.shape[-1]
+
+
 LSTM = (Constraint("basic kernel only (kernel_type BASIC): 3 runtime and 2 constant inputs, 4 outputs", _lstm_basic),
         Constraint("state depth (last output dimension) a multiple of 4", _lstm_depth),
         Constraint("TANH activation, no cell_clip or proj_clip",
@@ -139,10 +151,9 @@ LSTM = (Constraint("basic kernel only (kernel_type BASIC): 3 runtime and 2 const
                    and not float(n.options.get("cell_clip", 0.0) or 0.0)
                    and not float(n.options.get("proj_clip", 0.0) or 0.0)),
         Constraint("previous activation and state not variable tensors (the delegate does not write state "
-                   "back)", lambda n: not (n.input(1).is_variable or n.input(4).is_variable)))
+                   "back)", _lstm_state_not_variable))
 EXTRA = {
-    "CONV_2D": (Constraint("input channels == filter input channels (no grouped convolution)",
-                           lambda n: n.input(0).shape[-1] == n.input(1).shape[-1]),),
+    "CONV_2D": (Constraint("input channels == filter input channels (no grouped convolution)", _ungrouped),),
     "SLICE": (Constraint("begin and size constant", _const(1, 2)), INDEX_MAP),
     "STRIDED_SLICE": (Constraint("begin, end and strides constant", _const(1, 2, 3)), INDEX_MAP),
     "PAD": (Constraint("paddings constant", _const(1)), INDEX_MAP),

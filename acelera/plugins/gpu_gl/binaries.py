@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import struct
+from typing import Any, Callable
 
 GL_NUM_PROGRAM_BINARY_FORMATS = 0x87FE
 GL_PROGRAM_BINARY_FORMATS = 0x87FF
@@ -37,6 +38,17 @@ _SIGS = {  # name -> (restype, argtypes)
 
 class BinaryAPI:
     """The GL entry points above, resolved once on the GL thread; OSError when one is missing."""
+
+    # set in __init__ from _SIGS (ctypes function pointers)
+    glGetError: Callable[[], int]
+    glGetIntegerv: Callable[[int, Any], None]
+    glGetProgramiv: Callable[[int, int, Any], None]
+    glGetProgramBinary: Callable[[int, int, Any, Any, Any], None]
+    glProgramBinary: Callable[[int, int, bytes, int], None]
+    glCreateProgram: Callable[[], int]
+    glDeleteProgram: Callable[[int], None]
+    glUseProgram: Callable[[int], None]
+    glDispatchCompute: Callable[[int, int, int], None]
 
     def __init__(self, libegl: str | None = None):
         egl = ctypes.CDLL(libegl or ctypes.util.find_library("EGL") or "libEGL.so.1")

@@ -52,7 +52,8 @@ class GLDevice:
         import moderngl
 
         self._thread = threading.current_thread()
-        self.ctx = moderngl.create_standalone_context(backend="egl", require=430)
+        # moderngl-stubs type each **settings value as dict[str, Any]; backend is a str
+        self.ctx = moderngl.create_standalone_context(backend="egl", require=430)  # type: ignore[arg-type]
         info = self.ctx.info
         self.label = f"{info.get('GL_RENDERER', '?')}, {info.get('GL_VERSION', '?')}"
         self._identity = {k: str(info.get(k, "")) for k in ("GL_VENDOR", "GL_RENDERER", "GL_VERSION")}
@@ -148,7 +149,7 @@ class GLDevice:
     def program_binaries(self, names, half: bool) -> dict[str, bytes]:
         """The linked binaries of these kernels' programs (built now if needed); those the
         driver does not give are left out. Must run on the GL thread."""
-        out = {}
+        out: dict[str, bytes] = {}
         if self.binary_api is None or not self.binary_formats:
             return out
         for name in names:

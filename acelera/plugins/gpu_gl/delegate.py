@@ -61,6 +61,7 @@ class GpuGLDelegate(GpuDelegate):
         kernel = GLKernel(partition, plan, self.dev)
         self.last_prepare = COMPILED
         if self.cache is not None:
+            assert key is not None and path is not None and fp is not None  # set above when there is a cache
             self._store(kernel, key, path, fp.consts)
         return kernel
 
@@ -81,6 +82,7 @@ class GpuGLDelegate(GpuDelegate):
         return kernel
 
     def _store(self, kernel: GLKernel, key: str, path: str, consts: str) -> None:
+        assert self.cache is not None  # only called with a cache
         names = sorted({l.kernel for l in kernel.plan.launches})
         blobs = self.dev.call(self.dev.program_binaries, names, kernel.plan.half) if self.dev.binary_formats else {}
         self.cache.store(key, path, kernel.plan, binaries=blobs, consts=consts)

@@ -81,7 +81,7 @@ class GLKernel(BoundaryMixin, DelegateKernel):
             ubo.bind_to_uniform_block(0)
             prg.run(gx, gy)
             ctx.memory_barrier()
-        outs = []
+        outs: list[np.ndarray] = []
         for port, lay in self.out_ports:
             dt = np.float32 if port.float_storage else self.sdtype
             raw = self.buffers[port.buffer].read(size=lay.size * np.dtype(dt).itemsize)
@@ -102,7 +102,7 @@ class GLKernel(BoundaryMixin, DelegateKernel):
         info = self._finalizer.detach()
         if info is not None:
             _, fn, args, _ = info
-            fn(*args[:2], True)
+            fn(args[0], args[1], True)
 
     release = close
 

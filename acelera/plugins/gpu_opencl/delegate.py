@@ -58,6 +58,7 @@ class GpuOpenCLDelegate(GpuDelegate):
         return kernel
 
     def _store(self, kernel, partition, plan, key, path, consts) -> None:
+        assert self.cache is not None  # only called with a cache
         if self.cache.refused is not None:  # an untrusted directory: running uncached
             return
         # one run first, so drivers that compile kernels lazily (PoCL) have them in the binary

@@ -21,8 +21,12 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from acelera.core.delegate import Support
+
+if TYPE_CHECKING:
+    import pyopencl
 
 ENV_DEVICE = "ACELERA_GPU_OPENCL_DEVICE"
 PROBE_SOURCE = "__kernel void probe(__global float *x) { x[get_global_id(0)] *= 2.0f; }"
@@ -40,10 +44,10 @@ class DeviceError(Exception):
 class Device:
     """A chosen OpenCL device with its context and in-order queue (one per process)."""
 
-    cl: object  # the pyopencl module
-    device: object
-    context: object
-    queue: object
+    cl: Any  # the pyopencl module
+    device: pyopencl.Device
+    context: pyopencl.Context
+    queue: pyopencl.CommandQueue
     label: str
     programs: dict = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -148,7 +152,7 @@ def list_devices() -> list[tuple[int, int, object, object]]:
         platforms = cl.get_platforms()
     except Exception as e:  # PLATFORM_NOT_FOUND_KHR and friends
         raise DeviceError(f"no OpenCL platform found ({short_reason(e)}); {INSTALL_HINT}") from None
-    out = []
+    out: list[tuple[int, int, object, object]] = []
     for pi, p in enumerate(platforms):
         try:
             devices = p.get_devices()

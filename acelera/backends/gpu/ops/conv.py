@@ -48,6 +48,7 @@ def _weights(ctx: NodeContext, index: int):
 @handles("CONV_2D")
 def conv_2d(c: Compiler, ctx: NodeContext) -> None:
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     wt = _weights(ctx, 1)
     o, kh, kw, ci = (int(d) for d in wt.shape)
     lx, ly = c.layout(x), c.layout(y)
@@ -80,6 +81,7 @@ def conv_2d(c: Compiler, ctx: NodeContext) -> None:
 @handles("DEPTHWISE_CONV_2D")
 def depthwise_conv_2d(c: Compiler, ctx: NodeContext) -> None:
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     wt = _weights(ctx, 1)
     _, kh, kw, oc = (int(d) for d in wt.shape)
     lx, ly = c.layout(x), c.layout(y)
@@ -120,6 +122,7 @@ def _rows_view(lay: Layout, k: int):
 @handles("FULLY_CONNECTED")
 def fully_connected(c: Compiler, ctx: NodeContext) -> None:
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     wt = _weights(ctx, 1)
     o, k = (int(d) for d in wt.shape)
     lx, ly = c.layout(x), c.layout(y)
@@ -175,6 +178,7 @@ def _transpose_conv(c: Compiler, ctx: NodeContext, x, wt, bias_index: int, pt: i
 @handles("TRANSPOSE_CONV")
 def transpose_conv(c: Compiler, ctx: NodeContext) -> None:
     x, y = ctx.input(2), ctx.outputs[0]
+    assert x is not None
     w = _weights(ctx, 1)
     _, kh, kw, _ = (int(d) for d in w.shape)
     sh, sw = _opt(ctx, "stride_h", 1), _opt(ctx, "stride_w", 1)
@@ -188,6 +192,7 @@ def transpose_conv(c: Compiler, ctx: NodeContext) -> None:
 @handles("Convolution2DTransposeBias")
 def convolution_2d_transpose_bias(c: Compiler, ctx: NodeContext) -> None:
     x = ctx.input(0)
+    assert x is not None
     w = _weights(ctx, 1)
     padding, sw, sh = custom_ints(ctx, 3)
     _, kh, kw, _ = (int(d) for d in w.shape)

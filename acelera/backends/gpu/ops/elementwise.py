@@ -57,6 +57,7 @@ REDUCE = {"SUM": S.R_SUM, "MEAN": S.R_MEAN, "REDUCE_MAX": S.R_MAX, "REDUCE_MIN":
 
 def _unary_launch(c: Compiler, ctx: NodeContext, act) -> None:
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     ly = c.layout(y)
     a = c.input(x)
     dst = c.output(y)
@@ -74,7 +75,9 @@ def activation(c: Compiler, ctx: NodeContext) -> None:
         act = (GELU[bool(ctx.options.get("approximate", False))], 0.0, 0.0)
     else:
         act = ACTIVATIONS[ctx.op.name]
-    if not c.fuse_activation(ctx.input(0), ctx.outputs[0], act):
+    x = ctx.input(0)
+    assert x is not None
+    if not c.fuse_activation(x, ctx.outputs[0], act):
         _unary_launch(c, ctx, act)
 
 
@@ -86,6 +89,7 @@ def unary(c: Compiler, ctx: NodeContext) -> None:
 def unary_exact(c: Compiler, ctx: NodeContext, code: int, lo: float = 0.0, hi: float = 0.0) -> None:
     """A unary op reading its input exactly (float32 where the plan has it, see Compiler.operand)."""
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     ly = c.layout(y)
     a, fa = c.operand(x, exact=True)
     dst = c.output(y)
@@ -170,6 +174,7 @@ def binary_exact(c: Compiler, ctx: NodeContext) -> None:
 @handles("MAX_POOL_2D", "AVERAGE_POOL_2D")
 def pool(c: Compiler, ctx: NodeContext) -> None:
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     lx, ly = c.layout(x), c.layout(y)
     o = ctx.options
     fh, fw = int(o.get("filter_height", 1)), int(o.get("filter_width", 1))
@@ -188,6 +193,7 @@ def pool(c: Compiler, ctx: NodeContext) -> None:
 @handles("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR")
 def resize(c: Compiler, ctx: NodeContext) -> None:
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     lx, ly = c.layout(x), c.layout(y)
     align = bool(ctx.options.get("align_corners", False))
     half = bool(ctx.options.get("half_pixel_centers", False))
@@ -213,6 +219,7 @@ def resize(c: Compiler, ctx: NodeContext) -> None:
 @handles("SOFTMAX")
 def softmax(c: Compiler, ctx: NodeContext) -> None:
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     ly = c.layout(y)
     a = c.input(x)
     dst = c.output(y)
@@ -223,17 +230,18 @@ def softmax(c: Compiler, ctx: NodeContext) -> None:
 
 @handles(*REDUCE)
 def reduce(c: Compiler, ctx: NodeContext) -> None:
-    x, y = ctx.input(0), ctx.outputs[0]
+    x, y, axes_in = ctx.input(0), ctx.outputs[0], ctx.input(1)
+    assert x is not None and axes_in is not None
     lx = c.layout(x)
     rank = len(x.shape)
-    axes = {int(a) + rank if int(a) < 0 else int(a) for a in c.value(ctx.input(1), as_float=False).reshape(-1)}
+    axes = {int(a) + rank if int(a) < 0 else int(a) for a in c.value(axes_in, as_float=False).reshape(-1)}
     if any(not 0 <= a < rank for a in axes):
         raise CompileError(f"{ctx.op.name}: axis out of range")
     flags = [0, 0, 0, 0]
     count = 1
-    for a in axes:
-        flags[AXES[rank][a]] = 1
-        count *= int(x.shape[a])
+    for ax in axes:
+        flags[AXES[rank][ax]] = 1
+        count *= int(x.shape[ax])
     keep = Layout(tuple(1 if i in axes else int(d) for i, d in enumerate(x.shape)))
     ly = c.layout(y)
     a = c.input(x)

@@ -93,13 +93,16 @@ def _index_run(c: Compiler, ctx: NodeContext, data_inputs: tuple[int, ...], zero
     ins = list(ctx.inputs)
     for i in zero_inputs:
         t = ins[i]
+        assert t is not None
         ins[i] = _float_view(t, np.zeros(t.shape, np.float32))
     for i in data_inputs:
         ins[i] = _float_view(ins[i])
     outs = tuple(_float_view(t) for t in ctx.outputs)
     fctx = dataclasses.replace(ctx, inputs=tuple(ins), outputs=outs)
     kernel = lookup(ctx.op).prepare(fctx)
-    args, ranges, offset = [], [], 1
+    args: list[np.ndarray | None] = []
+    ranges: list[tuple[int, int, int]] = []
+    offset = 1
     for i, t in enumerate(ins):
         if t is None:
             args.append(None)
@@ -134,6 +137,7 @@ def _copy_op(c: Compiler, ctx: NodeContext, data_inputs, zero_inputs=(), fill=No
     if len(ranges) == 1 and act is None and fill is None:
         i, off, size = ranges[0]
         x = ctx.input(i)
+        assert x is not None
         lx = c.layout(x)
         same_q = quant_params(x) == quant_params(y)
         if same_q and lx.size == ly.size and np.array_equal(enc - off, dst_idx):
@@ -148,7 +152,9 @@ def _copy_op(c: Compiler, ctx: NodeContext, data_inputs, zero_inputs=(), fill=No
         if not np.any(sel):
             continue
         x = ctx.input(i)
+        assert x is not None
         vec = vector_map(dst_idx[sel], enc[sel] - off, c.layout(x), ly, len(ranges) == 1 and fill is None)
+        geom: tuple[int, ...]
         if vec is not None:
             kernel, table = "copy_vec", c.table(_pairs(*vec))
             n, geom = len(vec[0]), (ly.H * ly.W,)
@@ -187,6 +193,7 @@ def concatenation(c: Compiler, ctx: NodeContext) -> None:
 def dequantize(c: Compiler, ctx: NodeContext) -> None:
     """In the float view a runtime DEQUANTIZE input already holds real values."""
     x, y = ctx.input(0), ctx.outputs[0]
+    assert x is not None
     if c.is_const(x):
         c.output(y, c.layout(y).pack(c.value(x), c.sdtype))
         return

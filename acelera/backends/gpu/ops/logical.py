@@ -62,7 +62,9 @@ def cast_code(src: str, dst: str) -> int:
 
 @handles("CAST")
 def cast(c: Compiler, ctx: NodeContext) -> None:
-    unary_exact(c, ctx, cast_code(ctx.input(0).type_name, ctx.outputs[0].type_name))
+    x = ctx.input(0)
+    assert x is not None
+    unary_exact(c, ctx, cast_code(x.type_name, ctx.outputs[0].type_name))
 
 
 def _operand(shape: tuple[int, ...], out_shape: tuple[int, ...], first_dim: bool) -> tuple[list[int], int]:
@@ -82,6 +84,7 @@ def _operand(shape: tuple[int, ...], out_shape: tuple[int, ...], first_dim: bool
 @handles("SELECT", "SELECT_V2")
 def select(c: Compiler, ctx: NodeContext) -> None:
     cond, x, y = ctx.input(0), ctx.input(1), ctx.input(2)
+    assert cond is not None and x is not None and y is not None
     out = ctx.outputs[0]
     lo = c.layout(out)
     oshape = tuple(int(d) for d in out.shape)

@@ -52,6 +52,7 @@ def lstm(c: Compiler, ctx: NodeContext) -> None:
     if int(ctx.options.get("kernel_type", 0) or 0) != 1 or len(ctx.inputs) != 5 or len(ctx.outputs) != 4:
         raise CompileError("LSTM: only the basic kernel (5 inputs, 4 outputs) runs on the GPU")
     x, prev_a, w, bias, prev_s = ctx.inputs
+    assert x is not None and prev_a is not None and w is not None and prev_s is not None
     activ, state, concat, gates = ctx.outputs
     nb, n_in = (int(d) for d in x.shape)
     depth = int(prev_a.shape[1])
