@@ -4,9 +4,14 @@ The need is planned from the tensor shapes known at allocation: activations (eve
 non-constant tensor: acelera keeps each one, so get_tensor works on any intermediate, as
 LiteRT's experimental_preserve_all_tensors does; no buffer is shared), plus the largest
 scratch any one kernel declares
-(SCRATCH: the im2col matrix of a convolution, the broadcast operands of BATCH_MATMUL). Over
-the budget, allocation stops with one MemoryBudgetError saying how much is needed, where the
-peak is, and the budget.
+(SCRATCH: the im2col matrix of a convolution, the broadcast operands of BATCH_MATMUL, the
+temporaries of an element-wise op). Over the budget, allocation stops with one
+MemoryBudgetError saying how much is needed, where the peak is, and the budget.
+
+Kernels whose temporaries grow with their input build them in tiles (kernels/tiling.py): at
+most TILE_BYTES at once (TRANSPOSE_CONV's tap matrix, CONV_3D's per-tap products, the float
+CONV_2D's im2col band), or blocks of BROADCAST_BLOCK output elements (ONE_HOT, element-wise
+functions run through tiling.broadcast_tiles); their estimators below count those bounds.
 
 The budget: `Interpreter(..., max_memory_bytes=N)`, else the environment variable
 ACELERA_MAX_MEMORY_BYTES, else half of the machine's physical memory (8 GiB where it cannot
@@ -73,18 +78,126 @@ def _conv_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
         return 0
     positions = int(np.prod(out[:-1], dtype=np.float64))
     taps = int(np.prod(w[1:], dtype=np.float64)) if op.op != "DEPTHWISE_CONV_2D" else int(np.prod(w[1:3]))
-    if op.op == "TRANSPOSE_CONV":
-        taps = int(np.prod(w[1:], dtype=np.float64))
-        positions = int(np.prod(shapes[op.inputs[2]][:-1], dtype=np.float64)) if len(op.inputs) > 2 else positions
     full = positions * taps * 8
     if op.op == "CONV_2D" and sg.tensors[op.inputs[0]].type_name == "FLOAT32":
         return min(full, TILE_BYTES)  # the float conv builds its patch matrix in bounded bands
     return full
 
 
-#: the float CONV_2D's im2col band (kernels/conv.py IM2COL_TILE_BYTES), not imported: core.memory
-#: stays below the kernels
+def _elems(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= max(int(d), 0)
+    return n
+
+
+def _present(op, *inputs: int) -> bool:
+    return len(op.inputs) > max(inputs) and all(op.inputs[i] >= 0 for i in inputs) and bool(op.outputs)
+
+
+def _transpose_conv_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
+    """A tile of the tap matrix (input pixels x kh*kw*o, in at most float64), the padded
+    accumulator, the quantized paths' int64 copy of it and the converted input (whole for the
+    hybrid path)."""
+    if not _present(op, 1, 2):
+        return 0
+    w, x, out = shapes[op.inputs[1]], shapes[op.inputs[2]], shapes[op.outputs[0]]
+    if len(w) != 4 or len(x) != 4 or len(out) != 4:
+        return 0
+    o, kh, kw, _ = (int(d) for d in w)
+    n, h, wd, c = (int(d) for d in x)
+    sh = max(int(op.options.get("stride_h", 1) or 1), 1)
+    sw = max(int(op.options.get("stride_w", 1) or 1), 1)
+    padded = n * max((h - 1) * sh + kh, int(out[1])) * max((wd - 1) * sw + kw, int(out[2])) * max(o, 0)
+    taps = min(n * h * wd * kh * kw * max(o, 0) * 8, TILE_BYTES)
+    return taps + padded * 8 * 2 + n * h * wd * max(c, 0) * 8
+
+
+def _conv3d_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
+    """One filter tap's product and its input block, in tiles of at most TILE_BYTES each: over
+    the output positions (CONV_3D) or the input positions (CONV_3D_TRANSPOSE)."""
+    if not _present(op, 0, 1) or (op.op != "CONV_3D" and not _present(op, 2)):
+        return 0
+    w, out = shapes[op.inputs[1]], shapes[op.outputs[0]]
+    x = shapes[op.inputs[0]] if op.op == "CONV_3D" else shapes[op.inputs[2]]
+    if len(w) != 5 or len(x) != 5 or len(out) != 5:
+        return 0
+    ci, co = (int(x[4]), int(w[4])) if op.op == "CONV_3D" else (int(x[4]), int(w[3]))
+    positions = _elems(out[:4]) if op.op == "CONV_3D" else _elems(x[:4])
+    item = sg.tensors[op.outputs[0]].dtype.itemsize
+    return 2 * min(positions * max(ci, co, 0) * item, TILE_BYTES)
+
+
+def _one_hot_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
+    """Blocks of BROADCAST_BLOCK indices: their int32 copy, mask and coordinates."""
+    if not _present(op, 0):
+        return 0
+    return min(_elems(shapes[op.inputs[0]]), BROADCAST_BLOCK) * 64
+
+
+#: Element-wise ops' temporaries, in bytes per output element, by op and input type, as the
+#: kernels allocate them for a broadcast kernels/binary_common.py's `blocked` cannot split into
+#: rows (e.g. (n, 1, c) with (1, m, 1)): the 8-bit lookup index, int16 fixed-point int64
+#: temporaries, the materialized operands of `blocked_into` (measured with tracemalloc,
+#: tests/test_memory_tiling.py). Broadcasts it does split (equal shapes, a single-element or
+#: trailing-dims operand) hold them for BROADCAST_BLOCK elements at a time, as do the ops in
+#: TILED_BROADCAST_OPS for every broadcast.
+_QUANT8 = {"INT8": 10, "UINT8": 10}
+ELEMENTWISE_BROADCAST: dict[str, dict[str, int]] = {
+    "ADD": {**_QUANT8, "INT16": 4}, "SUB": {**_QUANT8, "INT16": 4}, "MUL": {**_QUANT8, "INT16": 14},
+    "DIV": {**_QUANT8, "INT16": 54, "INT32": 5}, "SQUARED_DIFFERENCE": {"INT8": 10},
+    "EQUAL": {**_QUANT8, "INT16": 4}, "NOT_EQUAL": {**_QUANT8, "INT16": 4}, "LESS": {**_QUANT8, "INT16": 4},
+    "LESS_EQUAL": {**_QUANT8, "INT16": 4}, "GREATER": {**_QUANT8, "INT16": 4},
+    "GREATER_EQUAL": {**_QUANT8, "INT16": 4},
+}
+#: element-wise paths that compute whole whatever the broadcast (bytes per output element)
+ELEMENTWISE_WHOLE: dict[str, dict[str, int]] = {
+    "POW": {"INT32": 24}, "FLOOR_DIV": {"FLOAT32": 16, "INT8": 4, "INT16": 4, "INT32": 8},
+    "FLOOR_MOD": {"FLOAT32": 12}, "MUL": {"COMPLEX64": 24},
+}
+#: ops whose kernels run every broadcast through kernels/tiling.broadcast_tiles(_into) (none yet:
+#: binary_common.py's `blocked` / `blocked_into` are to call them for the broadcasts they cannot
+#: split into rows)
+TILED_BROADCAST_OPS: frozenset[str] = frozenset()
+
+
+def _splits_into_rows(xs: tuple, ys: tuple, out: tuple) -> bool:
+    """Whether binary_common.py's `blocked` splits this broadcast into rows (its _block_inner)."""
+    if tuple(xs) == tuple(ys):
+        return True
+    for small, big in ((xs, ys), (ys, xs)):
+        if tuple(big) != tuple(out):
+            continue
+        if _elems(small) == 1:
+            return True
+        padded = (1,) * (len(out) - len(small)) + tuple(small)
+        k = next((i for i, d in enumerate(padded) if d != 1), len(padded))
+        if padded[k:] == tuple(out[k:]):
+            return True
+    return False
+
+
+def _elementwise_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
+    """ELEMENTWISE_WHOLE for every output element, ELEMENTWISE_BROADCAST for every element of an
+    unsplit broadcast (or for one block of a split one)."""
+    if not _present(op, 0, 1):
+        return 0
+    kind = sg.tensors[op.inputs[0]].type_name
+    out = tuple(shapes[op.outputs[0]])
+    n = _elems(out)
+    whole = ELEMENTWISE_WHOLE.get(op.op, {}).get(kind, 0) * n
+    per = ELEMENTWISE_BROADCAST.get(op.op, {}).get(kind, 0)
+    xs, ys = tuple(shapes[op.inputs[0]]), tuple(shapes[op.inputs[1]])
+    tiled = op.op in TILED_BROADCAST_OPS or _splits_into_rows(xs, ys, out)
+    return whole + per * (min(n, BROADCAST_BLOCK) if tiled else n)
+
+
+#: the largest temporary a tiled kernel builds at once (kernels/tiling.py reads it at each call); the
+#: float CONV_2D's im2col band (kernels/conv.py IM2COL_TILE_BYTES) has the same value, not
+#: imported: core.memory stays below the kernels
 TILE_BYTES = 64 << 20
+#: output elements per block of a tiled element-wise kernel (kernels/tiling.py broadcast_tiles)
+BROADCAST_BLOCK = 1 << 17
 
 
 def _batch_matmul_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
@@ -99,8 +212,10 @@ def _batch_matmul_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
 
 #: op -> scratch bytes one node of it needs beyond its outputs, from the shapes
 SCRATCH: dict[str, Callable[[Subgraph, Shapes, object], int]] = {
-    "CONV_2D": _conv_scratch, "DEPTHWISE_CONV_2D": _conv_scratch, "TRANSPOSE_CONV": _conv_scratch,
-    "CONV_3D": _conv_scratch, "CONV_3D_TRANSPOSE": _conv_scratch, "BATCH_MATMUL": _batch_matmul_scratch,
+    "CONV_2D": _conv_scratch, "DEPTHWISE_CONV_2D": _conv_scratch, "TRANSPOSE_CONV": _transpose_conv_scratch,
+    "CONV_3D": _conv3d_scratch, "CONV_3D_TRANSPOSE": _conv3d_scratch, "BATCH_MATMUL": _batch_matmul_scratch,
+    "ONE_HOT": _one_hot_scratch,
+    **{name: _elementwise_scratch for name in {*ELEMENTWISE_BROADCAST, *ELEMENTWISE_WHOLE}},
 }
 
 

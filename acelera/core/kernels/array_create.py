@@ -5,13 +5,17 @@ Mirrors tflite/kernels/shape.cc, rank.cc, zeros_like.cc, fill.cc, range.cc, broa
 broadcast_args.cc, one_hot.cc, bitcast.cc, bucketize.cc and
 tflite/kernels/internal/reference/{fill,broadcast_to,broadcast_args}.h.
 (ONES_LIKE is not a TFLite builtin operator, so there is no kernel for it.)
+ONE_HOT fills its output with off_value and writes on_value at the valid indices, reading the
+indices in blocks of memory.BROADCAST_BLOCK (no output-sized temporary).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from acelera.core import memory
 from acelera.core.dtypes import TYPE_CODES, TYPE_NAMES
 from acelera.core.errors import KernelError
+from acelera.core.kernels import tiling
 from acelera.core.kernels.array_util import (
     SIZED,
     check_arity,
@@ -266,9 +270,14 @@ def one_hot(node: NodeContext) -> Kernel:
         prefix = int(np.prod(indices.shape[:axis], dtype=np.int64))
         if prefix == 0 or indices.size == 0 or d == 0:
             return np.zeros(out_shape, dt)
-        idx = indices.astype(np.int32).reshape(prefix, 1, -1)
-        hot = idx == np.arange(d, dtype=np.int32).reshape(1, d, 1)
-        return np.where(hot, on.reshape(-1)[0], off.reshape(-1)[0]).astype(dt).reshape(out_shape)
+        out = np.full(out_shape, off.reshape(-1)[0], dt)
+        hot = out.reshape(prefix, d, -1)
+        idx = indices.reshape(prefix, -1)
+        for rows, cols in tiling.boxes(idx.shape, 1, memory.BROADCAST_BLOCK):
+            block = idx[rows, cols].astype(np.int32)  # static_cast<int>, as one_hot.cc compares
+            r, c = np.nonzero((block >= 0) & (block < d))
+            hot[rows.start + r, block[r, c], cols.start + c] = on.reshape(-1)[0]
+        return out
 
     return run
 

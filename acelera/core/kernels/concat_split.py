@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from acelera.core.errors import KernelError, ModelError
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import NONE, RELU, RELU6, RELU_N1_TO_1, check_same_type, check_type, quantized_activation_range
 from acelera.core.kernels.registry import NodeContext, float_type_names, is_float32, register
 from acelera.core.kernels.reshape import copy_block, declared_zeros, is_placeholder, legacy_qparams, same_qparams
@@ -50,7 +52,7 @@ def concatenation(node: NodeContext):
     ins = node.inputs
     out_t = node.outputs[0]
     if not ins or any(t is None for t in ins):
-        raise ValueError("CONCATENATION needs at least one input and no absent inputs")
+        raise ModelError("CONCATENATION needs at least one input and no absent inputs")
     t0 = ins[0]
     check_type(node, t0, CONCAT_TYPES.union(float_type_names()))
     check_same_type(node, t0, out_t)
@@ -66,14 +68,16 @@ def concatenation(node: NodeContext):
     if scalars:
         # LiteRT concatenates scalars (into a vector) only when they are all constant.
         if axis != 0 or any(t.data is None for t in ins) or any(len(t.shape) for t in ins):
-            raise ValueError("CONCATENATION of scalars needs constant inputs and axis 0")
+            raise ModelError("CONCATENATION of scalars needs constant inputs and axis 0")
         if t0.type_name == "INT4":
-            raise ValueError("CONCATENATION of INT4 scalars is not supported")
+            raise ModelError("CONCATENATION of INT4 scalars is not supported")
     elif not 0 <= axis < rank:
-        raise ValueError(f"CONCATENATION axis {node.options.get('axis', 0)} is out of range for rank {rank}")
+        raise ModelError(f"CONCATENATION axis {node.options.get('axis', 0)} is out of range for rank {rank}")
     for t in ins[1:]:
         if len(t.shape) != rank:
-            raise ValueError(f"CONCATENATION inputs have ranks {rank} and {len(t.shape)}")
+            raise ModelError(f"CONCATENATION inputs have ranks {rank} and {len(t.shape)}")
+    if not scalars:
+        _check_concat_shapes([t.shape for t in ins], axis)
 
     name = t0.type_name
     fixes = [None] * len(ins)  # per-input requantization table (uint8) or None to copy
@@ -110,6 +114,15 @@ def concatenation(node: NodeContext):
     trail = (0,) * (rank - axis - 1)
 
     def run(*xs):
+        if scalars:
+            if any(x.size != 1 for x in xs):
+                raise KernelError(f"CONCATENATION of scalars got shapes {[list(x.shape) for x in xs]}")
+            xs = [x.reshape(()) for x in xs]
+        elif xs[0].shape != t0.shape or any(x.shape != t.shape for x, t in zip(xs[1:], ins[1:])):
+            try:
+                _check_concat_shapes([x.shape for x in xs], axis)
+            except ModelError as e:
+                raise KernelError(str(e)) from None
         if any_fix:
             xs = [x if f is None else np.take(f, x) for x, f in zip(xs, fixes)]
         if scalars:
@@ -120,12 +133,8 @@ def concatenation(node: NodeContext):
             out = np.concatenate(xs, axis=axis)
         else:
             shape = list(xs[0].shape)
-            rest = (shape[:axis], shape[axis + 1:])
             total = 0
             for x in xs:
-                if x.ndim != rank or (list(x.shape[:axis]), list(x.shape[axis + 1:])) != rest:
-                    raise ValueError(f"CONCATENATION inputs of shapes {[list(v.shape) for v in xs]} "
-                                     f"do not match outside axis {axis}")
                 total += x.shape[axis]
             shape[axis] = total
             out = np.empty(shape, out_dtype)
@@ -139,24 +148,35 @@ def concatenation(node: NodeContext):
     return run
 
 
+def _check_concat_shapes(shapes, axis: int) -> None:
+    """concatenation.cc's Prepare: every input has the first one's rank and dimensions outside
+    `axis`."""
+    s0 = tuple(shapes[0])
+    for s in shapes[1:]:
+        s = tuple(s)
+        if len(s) != len(s0) or s[:axis] + s[axis + 1:] != s0[:axis] + s0[axis + 1:]:
+            raise ModelError(f"CONCATENATION inputs of shapes {[list(v) for v in shapes]} "
+                             f"do not match outside axis {axis}")
+
+
 # --- SPLIT / SPLIT_V ----------------------------------------------------------------------
 
 def _axis_value(v, rank: int) -> int:
     v = np.ravel(v)
     if v.size < 1:
-        raise ValueError("split axis tensor is empty")
+        raise ModelError("split axis tensor is empty")
     a = int(v[0])
     if a < 0:
         a += rank
     if not 0 <= a < rank:
-        raise ValueError(f"split axis {int(v[0])} is out of range for rank {rank}")
+        raise ModelError(f"split axis {int(v[0])} is out of range for rank {rank}")
     return a
 
 
 def _split_even(shape: tuple[int, ...], axis: int, num: int) -> list[int]:
     n = shape[axis]
     if num == 0 or n % num:
-        raise ValueError(f"cannot split dimension {n} evenly into {num} parts")
+        raise ModelError(f"cannot split dimension {n} evenly into {num} parts")
     return [n // num] * num
 
 
@@ -164,17 +184,25 @@ def _split_sizes(shape: tuple[int, ...], axis: int, sizes) -> list[int]:
     sizes = [int(s) for s in np.ravel(sizes)]
     n = shape[axis]
     if sizes.count(-1) > 1:
-        raise ValueError("size_splits contains more than one -1")
+        raise ModelError("size_splits contains more than one -1")
     total = sum(s for s in sizes if s != -1)
     if -1 in sizes:
         if total > n:
-            raise ValueError(f"size_splits {sizes} sum past the dimension {n}")
+            raise ModelError(f"size_splits {sizes} sum past the dimension {n}")
         sizes[sizes.index(-1)] = n - total
     elif total != n:
-        raise ValueError(f"size_splits {sizes} must sum to the dimension {n}")
+        raise ModelError(f"size_splits {sizes} must sum to the dimension {n}")
     if any(s < 0 for s in sizes):
-        raise ValueError(f"size_splits {sizes} has a negative size")
+        raise ModelError(f"size_splits {sizes} has a negative size")
     return sizes
+
+
+def _at_invoke(plan, *args):
+    """A plan computed from shapes or values met at invoke: its ModelError as a KernelError."""
+    try:
+        return plan(*args)
+    except ModelError as e:
+        raise KernelError(str(e)) from None
 
 
 def _cut(x: np.ndarray, axis: int, sizes: list[int]) -> tuple[np.ndarray, ...]:
@@ -195,12 +223,13 @@ def _check_outputs(node: NodeContext, x_t, allowed) -> None:
 
 @register("SPLIT", max_version=5, dtypes=tuple(sorted(SPLIT_TYPES)))
 def split(node: NodeContext):
+    check_arity(node, 2, len(node.outputs))
     axis_t, x_t = node.inputs[0], node.inputs[1]
     _check_outputs(node, x_t, SPLIT_TYPES)
     check_type(node, axis_t, ("INT32",), "axis")
     num = int(node.options.get("num_splits", 0))
     if num != len(node.outputs):
-        raise ValueError(f"SPLIT num_splits {num} but the node has {len(node.outputs)} outputs")
+        raise ModelError(f"SPLIT num_splits {num} but the node has {len(node.outputs)} outputs")
     if axis_t.data is not None:
         axis = _axis_value(axis_t.data, len(x_t.shape))
         cache = {x_t.shape: _split_even(x_t.shape, axis, num)}
@@ -208,7 +237,7 @@ def split(node: NodeContext):
         def run(_a, x):
             sizes = cache.get(x.shape)
             if sizes is None:
-                sizes = cache[x.shape] = _split_even(x.shape, axis, num)
+                sizes = cache[x.shape] = _at_invoke(_split_even, x.shape, axis, num)
             return _cut(x, axis, sizes)
         return run
 
@@ -216,24 +245,25 @@ def split(node: NodeContext):
         try:
             ax = _axis_value(a, x.ndim)
             return _cut(x, ax, _split_even(x.shape, ax, num))
-        except ValueError:
+        except ModelError as e:
             if is_placeholder(a):  # the executor's shape pass
                 return tuple(declared_zeros(node, k) for k in range(num))
-            raise
+            raise KernelError(str(e)) from None
     return run_dynamic
 
 
 @register("SPLIT_V", max_version=3, dtypes=tuple(sorted(SPLIT_TYPES)))
 def split_v(node: NodeContext):
+    check_arity(node, 3, len(node.outputs))
     x_t, sizes_t, axis_t = node.inputs[0], node.inputs[1], node.inputs[2]
     _check_outputs(node, x_t, SPLIT_TYPES)
     check_type(node, sizes_t, ("INT32", "INT64"), "size_splits")
     check_type(node, axis_t, ("INT32",), "axis")
     num = int(node.options.get("num_splits", 0))
     if num != len(node.outputs):
-        raise ValueError(f"SPLIT_V num_splits {num} but the node has {len(node.outputs)} outputs")
+        raise ModelError(f"SPLIT_V num_splits {num} but the node has {len(node.outputs)} outputs")
     if len(sizes_t.shape) != 1 or sizes_t.shape[0] != num:
-        raise ValueError(f"SPLIT_V size_splits of shape {list(sizes_t.shape)} for {num} outputs")
+        raise ModelError(f"SPLIT_V size_splits of shape {list(sizes_t.shape)} for {num} outputs")
     if axis_t.data is not None and sizes_t.data is not None:
         axis = _axis_value(axis_t.data, len(x_t.shape))
         sizes_c = sizes_t.data
@@ -242,7 +272,7 @@ def split_v(node: NodeContext):
         def run(x, *_):
             sizes = cache.get(x.shape)
             if sizes is None:
-                sizes = cache[x.shape] = _split_sizes(x.shape, axis, sizes_c)
+                sizes = cache[x.shape] = _at_invoke(_split_sizes, x.shape, axis, sizes_c)
             return _cut(x, axis, sizes)
         return run
 
@@ -252,10 +282,10 @@ def split_v(node: NodeContext):
         try:
             ax = _axis_value(a, x.ndim)
             return _cut(x, ax, _split_sizes(x.shape, ax, s))
-        except ValueError:
+        except ModelError as e:
             if any(is_placeholder((s, a)[k]) for k in dynamic):  # the executor's shape pass
                 return tuple(declared_zeros(node, k) for k in range(num))
-            raise
+            raise KernelError(str(e)) from None
     return run_dynamic
 
 
@@ -267,7 +297,7 @@ def pack(node: NodeContext):
     out_t = node.outputs[0]
     count = int(node.options.get("values_count", 0))
     if count != len(ins) or count < 1 or any(t is None for t in ins):
-        raise ValueError(f"PACK values_count {count} but the node has {len(ins)} inputs")
+        raise ModelError(f"PACK values_count {count} but the node has {len(ins)} inputs")
     t0 = ins[0]
     check_type(node, t0, PACK_TYPES.union(float_type_names()))
     check_same_type(node, t0, out_t)
@@ -276,22 +306,25 @@ def pack(node: NodeContext):
     if axis < 0:
         axis += rank + 1
     if not 0 <= axis <= rank:
-        raise ValueError(f"PACK axis {node.options.get('axis', 0)} is out of range for rank {rank}")
+        raise ModelError(f"PACK axis {node.options.get('axis', 0)} is out of range for rank {rank}")
     for t in ins:
         if t.type != t0.type:
             raise node.unsupported(f"input types {t0.type_name} and {t.type_name} differ")
         if t.shape != t0.shape:
-            raise ValueError(f"PACK inputs have shapes {list(t0.shape)} and {list(t.shape)}")
+            raise ModelError(f"PACK inputs have shapes {list(t0.shape)} and {list(t.shape)}")
         if not same_qparams(t, out_t):
             raise node.unsupported("inputs need the output's scale and zero point")
 
     def run(*xs):
+        if any(x.shape != xs[0].shape for x in xs[1:]):
+            raise KernelError(f"PACK inputs have shapes {[list(x.shape) for x in xs]}")
         return np.stack(xs, axis=axis)
     return run
 
 
 @register("UNPACK", max_version=6, dtypes=tuple(sorted(UNPACK_TYPES)))
 def unpack(node: NodeContext):
+    check_arity(node, 1, len(node.outputs))
     x_t = node.inputs[0]
     _check_outputs(node, x_t, UNPACK_TYPES)
     rank = len(x_t.shape)
@@ -300,11 +333,11 @@ def unpack(node: NodeContext):
     if axis < 0:
         axis += rank
     if not 0 <= axis < rank:
-        raise ValueError(f"UNPACK axis {node.options.get('axis', 0)} is out of range for rank {rank}")
+        raise ModelError(f"UNPACK axis {node.options.get('axis', 0)} is out of range for rank {rank}")
     if int(np.prod(x_t.shape)) == 0:
-        raise ValueError("UNPACK input has no elements")
+        raise ModelError("UNPACK input has no elements")
     if num != x_t.shape[axis] or num != len(node.outputs):
-        raise ValueError(f"UNPACK num {num} but dimension {axis} is {x_t.shape[axis]} "
+        raise ModelError(f"UNPACK num {num} but dimension {axis} is {x_t.shape[axis]} "
                          f"and the node has {len(node.outputs)} outputs")
     for o in node.outputs:
         if not same_qparams(x_t, o):
@@ -312,7 +345,7 @@ def unpack(node: NodeContext):
     lead = (slice(None),) * axis
 
     def run(x):
-        if x.shape[axis] != num:
-            raise ValueError(f"UNPACK num {num} but dimension {axis} is {x.shape[axis]}")
+        if x.ndim != rank or x.shape[axis] != num:
+            raise KernelError(f"UNPACK num {num} but the input has shape {list(x.shape)} (axis {axis})")
         return tuple(x[lead + (i, Ellipsis)] for i in range(num))
     return run

@@ -7,6 +7,8 @@ Both kernels loop over the kd*kh*kw filter taps; each tap is one float32 matmul 
 block of the input with the tap's (in, out) weight matrix, added to the block of the output it
 reaches. A tap only touches the output positions whose input position lies inside the volume,
 so padding is skipped exactly as LiteRT skips it (nothing is multiplied by a padding zero).
+A tap whose block or product would exceed core.memory.TILE_BYTES runs one box of positions
+at a time (core/memory.py counts one tile).
 Output sizes follow ComputeOutSize, which yields 0 (not an error) for a VALID window larger
 than the input; LiteRT refuses an unknown padding. While widening (registry.widening) both
 take FLOAT64 tensors and compute in float64.
@@ -17,6 +19,7 @@ import numpy as np
 
 from acelera.core import model as _model
 from acelera.core.errors import KernelError, ModelError
+from acelera.core.kernels import tiling
 from acelera.core.kernels.common import SAME, VALID, float_activation_bounds
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, is_float32, register
 from acelera.core.model import Tensor
@@ -120,6 +123,7 @@ def conv_3d(node: NodeContext) -> Kernel:
     _check_bytes(out_shape, dt.itemsize, "output")
     const_w = node.const(1)
     const_b = node.const(2) if bias_t is not None else None
+    pixel_bytes = max(int(x_t.shape[4]), int(co)) * dt.itemsize  # a position's input block or product
 
     # For each tap: (filter index, output ranges, input start per axis).
     taps = []
@@ -140,11 +144,12 @@ def conv_3d(node: NodeContext) -> Kernel:
         acc = np.zeros(out_shape, dt)
         if acc.size:
             for (kd, kh, kw), ranges in taps:
-                src = tuple(slice(start, start + (hi - lo - 1) * st + 1, st)
-                            for (lo, hi, start), st in zip(ranges, strides))
-                dst = tuple(slice(lo, hi) for lo, hi, _ in ranges)
-                block = x[(slice(None),) + src]
-                acc[(slice(None),) + dst] += np.matmul(block, w[kd, kh, kw], dtype=dt)
+                region = (n,) + tuple(hi - lo for lo, hi, _ in ranges)
+                for bn, *box in tiling.boxes(region, pixel_bytes):
+                    src = tuple(slice(start + b.start * st, start + (b.stop - 1) * st + 1, st)
+                                for (_, _, start), b, st in zip(ranges, box, strides))
+                    dst = tuple(slice(lo + b.start, lo + b.stop) for (lo, _, _), b in zip(ranges, box))
+                    acc[(bn,) + dst] += np.matmul(x[(bn,) + src], w[kd, kh, kw], dtype=dt)
         return _finish(acc, None if b is None else np.asarray(b, dt).reshape(-1), act)
 
     return run
@@ -171,6 +176,7 @@ def conv_3d_transpose(node: NodeContext) -> Kernel:
     const_b = node.const(3) if bias_t is not None else None
     declared = node.outputs[0].shape
     dt = node.outputs[0].dtype
+    pixel_bytes = max(int(x_t.shape[4]), int(co)) * dt.itemsize  # a position's input block or product
 
     def geometry(dims: np.ndarray):
         """Validate output_shape (ResizeOutputAndTemporaryTensors); (shape, leading pads)."""
@@ -221,8 +227,12 @@ def conv_3d_transpose(node: NodeContext) -> Kernel:
                             dst.append(slice(start, start + (hi - lo - 1) * strides[ax] + 1, strides[ax]))
                         if any(s.stop <= s.start for s in src):
                             continue
-                        block = x[(slice(None),) + tuple(src)]
-                        acc[(slice(None),) + tuple(dst)] += np.matmul(block, wt[kd, kh, kw], dtype=dt)
+                        region = (x.shape[0],) + tuple(s.stop - s.start for s in src)
+                        for bn, *box in tiling.boxes(region, pixel_bytes):
+                            s2 = tuple(slice(s.start + b.start, s.start + b.stop) for s, b in zip(src, box))
+                            d2 = tuple(slice(d.start + b.start * st, d.start + (b.stop - 1) * st + 1, st)
+                                       for d, b, st in zip(dst, box, strides))
+                            acc[(bn,) + d2] += np.matmul(x[(bn,) + s2], wt[kd, kh, kw], dtype=dt)
         return _finish(acc, None if b is None else np.asarray(b, dt).reshape(-1), act)
 
     return run

@@ -11,6 +11,7 @@ import numpy as np
 
 from acelera.core.dtypes import PACKED_BITS, TYPE_NAMES, numpy_dtype
 from acelera.core.errors import KernelError
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.registry import NodeContext, register
 
 # TensorType codes (acelera.core.dtypes.TYPE_NAMES).
@@ -30,6 +31,7 @@ _TILE_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
 
 @register("GATHER", max_version=8, dtypes=_GATHER_NAMES)
 def gather(node: NodeContext):
+    check_arity(node, 2, 1)
     params, positions = node.input(0), node.input(1)
     out_t = node.outputs[0]
     if params.type not in _GATHER_TYPES and params.type != _STRING:
@@ -96,6 +98,7 @@ def gather(node: NodeContext):
 
 @register("TILE", max_version=3, dtypes=_TILE_NAMES)
 def tile(node: NodeContext):
+    check_arity(node, 2, 1)
     x_t, m_t = node.input(0), node.input(1)
     out_t = node.outputs[0]
     if x_t.type_name not in _TILE_NAMES:

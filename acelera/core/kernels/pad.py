@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from acelera.core.kernels.array_util import checked_shape
+from acelera.core.errors import KernelError, ModelError
+from acelera.core.kernels.array_util import check_arity, checked_shape
 from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, float_type_names, register
 from acelera.core.kernels.reshape import SIZED_TYPES, copy_block, legacy_qparams, same_qparams
@@ -29,13 +30,21 @@ def read_paddings(p: np.ndarray, rank: int) -> list[tuple[int, int]]:
     """Validated [(before, after)] per axis from a (rank, 2) paddings array."""
     p = np.asarray(p)
     if p.ndim != 2 or p.shape[1] != 2 or p.shape[0] != rank:
-        raise ValueError(f"paddings of shape {list(p.shape)} do not match input rank {rank} (need [{rank}, 2])")
+        raise ModelError(f"paddings of shape {list(p.shape)} do not match input rank {rank} (need [{rank}, 2])")
     vals = p.astype(np.int64)
     if vals.size and (vals.min() < INT32_MIN or vals.max() > INT32_MAX):
-        raise ValueError("paddings must lie between INT32_MIN and INT32_MAX")
+        raise ModelError("paddings must lie between INT32_MIN and INT32_MAX")
     if vals.size and vals.min() < 0:
-        raise ValueError(f"paddings must be >= 0, got {vals.tolist()}")
+        raise ModelError(f"paddings must be >= 0, got {vals.tolist()}")
     return [(int(a), int(b)) for a, b in vals]
+
+
+def _at_invoke(plan):
+    """plan(), where a ModelError (paddings or shapes met at invoke) becomes a KernelError."""
+    try:
+        return plan()
+    except ModelError as e:
+        raise KernelError(str(e)) from None
 
 
 class _ConstPad:
@@ -58,6 +67,10 @@ class _ConstPad:
 
 
 def _pad_prepare(node: NodeContext):
+    if len(node.inputs) not in (2, 3) or len(node.outputs) != 1 or None in node.inputs[:2]:
+        # pad.cc's ValidateNodeArity (PAD and PADV2 alike); the constant value is optional
+        raise node.unsupported(f"expects input, paddings and an optional constant value and 1 output, "
+                               f"got {len(node.inputs)} inputs and {len(node.outputs)} outputs")
     x_t, pad_t = node.inputs[0], node.inputs[1]
     out_t = node.outputs[0]
     c_t = node.input(2)
@@ -71,7 +84,7 @@ def _pad_prepare(node: NodeContext):
         if c_t.type != x_t.type:
             raise node.unsupported(f"constant value type {c_t.type_name} differs from input type {x_t.type_name}")
         if int(np.prod(c_t.shape)) != 1:
-            raise ValueError(f"constant value must have 1 element, got shape {list(c_t.shape)}")
+            raise ModelError(f"constant value must have 1 element, got shape {list(c_t.shape)}")
     dtype = x_t.dtype
     # LiteRT's EvalInt: uint8 always, int8/int16 when the input is quantized.
     quantized = x_t.type_name == "UINT8" or (x_t.type_name in ("INT8", "INT16") and x_t.quantization.is_set)
@@ -98,11 +111,11 @@ def _pad_prepare(node: NodeContext):
         def layout(x, _p):
             plan = cache.get(x.shape)
             if plan is None:
-                plan = cache[x.shape] = _ConstPad(x.shape, read_paddings(pad_t.data, x.ndim))
+                plan = cache[x.shape] = _at_invoke(lambda: _ConstPad(x.shape, read_paddings(pad_t.data, x.ndim)))
             return plan
     else:
         def layout(x, p):
-            return _ConstPad(x.shape, read_paddings(p, x.ndim))
+            return _at_invoke(lambda: _ConstPad(x.shape, read_paddings(p, x.ndim)))
 
     def run(x, p, c=None):
         value = fixed_value if fixed_value is not None else c.reshape(-1)[0]
@@ -125,7 +138,7 @@ def padv2(node: NodeContext):
 def mirror_indices(n: int, before: int, after: int, offset: int) -> np.ndarray:
     """Source index along one axis for each output position (offset 1 REFLECT, 0 SYMMETRIC)."""
     if before > n - offset or after > n - offset:
-        raise ValueError(f"MIRROR_PAD paddings ({before}, {after}) exceed dimension {n} minus mode offset {offset}")
+        raise ModelError(f"MIRROR_PAD paddings ({before}, {after}) exceed dimension {n} minus mode offset {offset}")
     left = np.arange(before + offset - 1, offset - 1, -1)
     right = np.arange(n - 1 - offset, n - 1 - offset - after, -1)
     return np.concatenate([left, np.arange(n), right]).astype(np.intp)
@@ -144,6 +157,7 @@ class _MirrorPlan:
 
 @register("MIRROR_PAD", max_version=3, dtypes=tuple(sorted(SIZED_TYPES)))
 def mirror_pad(node: NodeContext):
+    check_arity(node, 2, 1)
     x_t, pad_t = node.inputs[0], node.inputs[1]
     out_t = node.outputs[0]
     check_type(node, x_t, SIZED_TYPES)
@@ -164,10 +178,11 @@ def mirror_pad(node: NodeContext):
         def run(x, _p):
             plan = cache.get(x.shape)
             if plan is None:
-                plan = cache[x.shape] = _MirrorPlan(x.shape, read_paddings(pad_t.data, x.ndim), offset)
+                plan = cache[x.shape] = _at_invoke(lambda: _MirrorPlan(x.shape, read_paddings(pad_t.data, x.ndim),
+                                                                       offset))
             return plan(x)
         return run
 
     def run_dynamic(x, p):
-        return _MirrorPlan(x.shape, read_paddings(p, x.ndim), offset)(x)
+        return _at_invoke(lambda: _MirrorPlan(x.shape, read_paddings(p, x.ndim), offset))(x)
     return run_dynamic

@@ -24,6 +24,7 @@ import numpy as np
 
 from acelera.core.dtypes import PACKED_BITS, TYPE_NAMES, numpy_dtype
 from acelera.core.errors import KernelError
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.registry import NodeContext, is_float32, register
 
 _FLOAT32, _INT32, _UINT8, _INT16, _INT8, _INT4 = 0, 2, 3, 7, 9, 17
@@ -35,7 +36,9 @@ _F32 = np.float32
 
 
 def _size_input(node: NodeContext) -> None:
-    x_t, size_t = node.input(0), node.input(1)
+    check_arity(node, 2, 1)  # resize_bilinear.cc / resize_nearest_neighbor.cc Prepare
+    x_t, size_t = node.inputs[0], node.inputs[1]
+    assert x_t is not None and size_t is not None
     if len(x_t.shape) != 4:
         raise node.unsupported(f"input must have rank 4, got shape {list(x_t.shape)}")
     if len(size_t.shape) != 1 or size_t.shape[0] != 2:

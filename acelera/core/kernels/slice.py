@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from acelera.core.errors import KernelError, ModelError
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.kernels.reshape import SIZED_TYPES, declared_zeros, is_placeholder
@@ -64,9 +66,9 @@ def strided_slice_plan(in_shape: tuple[int, ...], begin, end, strides, begin_mas
     strides = [int(v) for v in strides]
     n = len(begin)
     if len(end) != n or len(strides) != n:
-        raise ValueError("STRIDED_SLICE begin, end and strides must have the same length")
+        raise ModelError("STRIDED_SLICE begin, end and strides must have the same length")
     if n > 31:
-        raise ValueError("STRIDED_SLICE supports up to 31 indices")
+        raise ModelError("STRIDED_SLICE supports up to 31 indices")
     rank = len(in_shape)
     num_add_axis = sum(1 for i in range(n) if not _bit(ellipsis_mask, i) and _bit(new_axis_mask, i))
     eff_dims = rank + num_add_axis
@@ -112,9 +114,9 @@ def strided_slice_plan(in_shape: tuple[int, ...], begin, end, strides, begin_mas
             effective.append(size)
             stride = strides[o]
             if stride == 0:
-                raise ValueError("STRIDED_SLICE stride value has to be non-zero")
+                raise ModelError("STRIDED_SLICE stride value has to be non-zero")
             if stride == INT32_MIN:
-                raise ValueError("STRIDED_SLICE stride value INT32_MIN is not supported")
+                raise ModelError("STRIDED_SLICE stride value INT32_MIN is not supported")
             shrink = _bit(shrink_axis_mask, o)
             # StartForAxis
             start = begin[o]
@@ -141,12 +143,12 @@ def strided_slice_plan(in_shape: tuple[int, ...], begin, end, strides, begin_mas
         if shrink:
             # LiteRT walks [start, start + 1); an index outside the axis has no element.
             if not 0 <= start < size:
-                raise ValueError(f"STRIDED_SLICE shrink index {start} is out of range for size {size}")
+                raise ModelError(f"STRIDED_SLICE shrink index {start} is out of range for size {size}")
             index.append(start)
             continue
         sl, count = _axis_slice(start, stop, stride)
         if requested is not None and _litert_count(requested, stride) != count:
-            raise ValueError(f"STRIDED_SLICE offset: size {requested} from index {start} "
+            raise ModelError(f"STRIDED_SLICE offset: size {requested} from index {start} "
                              f"does not fit dimension {size}")
         index.append(sl)
         out.append(count)
@@ -174,6 +176,7 @@ _SLICE_TYPES = SIZED_TYPES | {"STRING", "INT4"}
 
 @register("STRIDED_SLICE", max_version=8, dtypes=tuple(sorted(_STRIDED_SLICE_TYPES)))
 def strided_slice(node: NodeContext):
+    check_arity(node, 4, 1)
     x_t = node.inputs[0]
     check_type(node, x_t, _STRIDED_SLICE_TYPES)
     check_same_type(node, x_t, node.outputs[0])
@@ -181,7 +184,7 @@ def strided_slice(node: NodeContext):
     for t, what in zip(idx_t, ("begin", "end", "strides")):
         check_type(node, t, ("INT32",), what)
         if len(t.shape) != 1:
-            raise ValueError(f"STRIDED_SLICE {what} must be a vector, got shape {list(t.shape)}")
+            raise ModelError(f"STRIDED_SLICE {what} must be a vector, got shape {list(t.shape)}")
     opts = node.options
     masks = tuple(int(opts.get(k, 0)) for k in ("begin_mask", "end_mask", "ellipsis_mask",
                                                    "new_axis_mask", "shrink_axis_mask"))
@@ -203,10 +206,10 @@ def strided_slice(node: NodeContext):
         if plan is None:
             try:
                 plan = plans.put(key, plan_for(x.shape, b, e, s))
-            except ValueError:
+            except ModelError as err:
                 if any(is_placeholder((b, e, s)[k]) for k in dynamic):  # the executor's shape pass
                     return declared_zeros(node)
-                raise
+                raise KernelError(str(err)) from None
         return plan(x)
     return run_dynamic
 
@@ -221,7 +224,10 @@ def _constant_cut(shape: tuple[int, ...], plan_for):
     def run_other(x):
         p = cache.get(x.shape)
         if p is None:
-            p = cache[x.shape] = plan_for(x.shape)
+            try:
+                p = cache[x.shape] = plan_for(x.shape)
+            except ModelError as e:  # a shape met at invoke
+                raise KernelError(str(e)) from None
         return p(x)
 
     if plan.effective != shape:
@@ -255,21 +261,21 @@ def slice_plan(in_shape: tuple[int, ...], begin, size) -> SlicePlan:
     size = [int(v) for v in np.ravel(size)]
     rank = len(in_shape)
     if len(begin) < rank or len(size) < rank:
-        raise ValueError(f"SLICE needs {rank} begin and size values, got {len(begin)} and {len(size)}")
+        raise ModelError(f"SLICE needs {rank} begin and size values, got {len(begin)} and {len(size)}")
     index = []
     out = []
     for d, n in enumerate(in_shape):
         b, s = begin[d], size[d]
         if b < 0:
-            raise ValueError(f"SLICE begin {b} is negative")
+            raise ModelError(f"SLICE begin {b} is negative")
         if s < 0:
             if s != -1:
-                raise ValueError(f"SLICE size {s} is invalid")
+                raise ModelError(f"SLICE size {s} is invalid")
             s = n - b
             if s < 0:
-                raise ValueError(f"SLICE begin {b} exceeds dimension {n}")
+                raise ModelError(f"SLICE begin {b} exceeds dimension {n}")
         elif b + s > n:
-            raise ValueError(f"SLICE begin {b} + size {s} exceeds dimension {n}")
+            raise ModelError(f"SLICE begin {b} + size {s} exceeds dimension {n}")
         index.append(slice(b, b + s))
         out.append(s)
     return SlicePlan(tuple(in_shape), tuple(index), tuple(out))
@@ -277,6 +283,7 @@ def slice_plan(in_shape: tuple[int, ...], begin, size) -> SlicePlan:
 
 @register("SLICE", max_version=8, dtypes=tuple(sorted(_SLICE_TYPES)))
 def slice_(node: NodeContext):
+    check_arity(node, 3, 1)
     x_t, b_t, s_t = node.inputs[0], node.inputs[1], node.inputs[2]
     check_type(node, x_t, _SLICE_TYPES)
     check_same_type(node, x_t, node.outputs[0])
@@ -285,7 +292,7 @@ def slice_(node: NodeContext):
     if b_t.type != s_t.type:
         raise node.unsupported(f"begin type {b_t.type_name} differs from size type {s_t.type_name}")
     if len(b_t.shape) != 1 or len(s_t.shape) != 1 or b_t.shape != s_t.shape:
-        raise ValueError(f"SLICE begin {list(b_t.shape)} and size {list(s_t.shape)} must be equal-length vectors")
+        raise ModelError(f"SLICE begin {list(b_t.shape)} and size {list(s_t.shape)} must be equal-length vectors")
     if b_t.data is not None and s_t.data is not None:
         b, s = b_t.data, s_t.data
         return _constant_cut(x_t.shape, lambda shape: slice_plan(shape, b, s))
@@ -296,6 +303,9 @@ def slice_(node: NodeContext):
         key = (x.shape, b.tobytes(), s.tobytes())
         plan = plans.get(key)
         if plan is None:
-            plan = plans.put(key, slice_plan(x.shape, b, s))
+            try:
+                plan = plans.put(key, slice_plan(x.shape, b, s))
+            except ModelError as e:
+                raise KernelError(str(e)) from None
         return plan(x)
     return run_dynamic

@@ -12,6 +12,7 @@ import numpy as np
 
 from acelera.core.dtypes import PACKED_BITS, TYPE_NAMES, numpy_dtype
 from acelera.core.errors import KernelError
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import check_same_type, scale_zp
 from acelera.core.kernels.registry import NodeContext, is_float32, register
 
@@ -28,6 +29,7 @@ _BATCH_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
 
 def _depth_op_block_size(node: NodeContext) -> int:
     """Shared Prepare checks of DEPTH_TO_SPACE / SPACE_TO_DEPTH; returns the block size."""
+    check_arity(node, 1, 1)
     x_t, out_t = node.input(0), node.outputs[0]
     if out_t.type not in _DEPTH_TYPES and not is_float32(out_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
@@ -71,6 +73,7 @@ def space_to_depth(node: NodeContext):
 
 def _check_batch_space_op(node: NodeContext, what: str) -> None:
     """Shared Prepare checks of SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND."""
+    check_arity(node, 3, 1)
     x_t, blk_t, pad_t = node.input(0), node.input(1), node.input(2)
     out_t = node.outputs[0]
     # LiteRT dispatches on the element size: any 8/16/32/64-bit type (not int4 or strings)

@@ -8,19 +8,23 @@ stride_height} as three little-endian int32, padding 1 = SAME, 2 = VALID).
 
 Computation: one matmul input (n*h*w, i) x weights (i, kh*kw*o) gives every tap's
 contribution, then col2im adds the kh*kw strided slices into the (padded) output and crops
-the padding. Quantized variants accumulate exact integers (float32 or float64 BLAS as the
-bound allows) and requantize like CONV_2D. While widening (registry.widening) the float paths
-take FLOAT64 and compute in it; the hybrid path stays float32.
+the padding. Where that product would exceed core.memory.TILE_BYTES it is built for one box
+of input pixels at a time (core/memory.py counts one tile). Quantized variants accumulate exact
+integers (float32 or float64 BLAS as the bound allows) and requantize like CONV_2D. While
+widening (registry.widening) the float paths take FLOAT64 and compute in it; the hybrid path
+stays float32.
 """
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from acelera.core import quant
 from acelera.core.errors import ModelError
+from acelera.core.kernels import tiling
 from acelera.core.kernels.common import SAME, check_same_type, float_activation_bounds, out_size
 from acelera.core.kernels.conv import (
     T_FLOAT32,
@@ -59,24 +63,32 @@ class TGeometry:
     pl: int
     o: int
 
-    def col2im(self, cols: np.ndarray) -> np.ndarray:
-        """cols (n, h, w, kh, kw, o) -> (n, oh, ow, o) sums, before bias."""
-        fh = max((self.h - 1) * self.sh + self.kh, self.pt + self.oh)
-        fw = max((self.w - 1) * self.sw + self.kw, self.pl + self.ow)
-        full = np.zeros((self.n, fh, fw, self.o), cols.dtype)
-        ys, xs = (self.h - 1) * self.sh + 1, (self.w - 1) * self.sw + 1
-        for ky in range(self.kh):
-            for kx in range(self.kw):
-                full[:, ky:ky + ys:self.sh, kx:kx + xs:self.sw, :] += cols[:, :, :, ky, kx, :]
-        return full[:, self.pt:self.pt + self.oh, self.pl:self.pl + self.ow, :]
+    def scatter(self, x: np.ndarray, wt: np.ndarray,
+                prep: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+        """x (n, h, w, i) times wt (i, kh*kw*o), col2im'd: (n, oh, ow, o) sums before bias.
 
-    def scatter(self, x2d: np.ndarray, wt: np.ndarray) -> np.ndarray:
-        """x2d (n*h*w, i) @ wt (i, kh*kw*o), col2im'd."""
-        cols = (x2d @ wt).reshape(self.n, self.h, self.w, self.kh, self.kw, self.o)
-        if self.kh == 1 and self.kw == 1 and self.sh == 1 and self.sw == 1 \
-                and self.pt == 0 and self.pl == 0 and self.oh == self.h and self.ow == self.w:
-            return cols.reshape(self.n, self.h, self.w, self.o)
-        return self.col2im(cols)
+        The (pixels, kh*kw*o) product is built one box of input pixels at a time, at most
+        core.memory.TILE_BYTES each (all of x in one box when it fits); `prep` turns a box of x
+        into wt's dtype (default: a cast)."""
+        kh, kw, o, sh, sw = self.kh, self.kw, self.o, self.sh, self.sw
+        prep = prep or (lambda v: np.asarray(v, wt.dtype))
+        tiles = list(tiling.boxes((self.n, self.h, self.w), kh * kw * o * wt.dtype.itemsize))
+        if len(tiles) == 1 and kh == kw == sh == sw == 1 and self.pt == self.pl == 0 \
+                and self.oh == self.h and self.ow == self.w:
+            return (prep(x).reshape(-1, wt.shape[0]) @ wt).reshape(self.n, self.h, self.w, o)
+        fh = max((self.h - 1) * sh + kh, self.pt + self.oh)
+        fw = max((self.w - 1) * sw + kw, self.pl + self.ow)
+        full = np.zeros((self.n, fh, fw, o), wt.dtype)
+        for bn, by, bx in tiles:
+            xb = prep(x[bn, by, bx])
+            cols = (xb.reshape(-1, wt.shape[0]) @ wt).reshape(xb.shape[:3] + (kh, kw, o))
+            ys, xs = (by.stop - by.start - 1) * sh + 1, (bx.stop - bx.start - 1) * sw + 1
+            for ky in range(kh):
+                y0 = by.start * sh + ky
+                for kx in range(kw):
+                    x0 = bx.start * sw + kx
+                    full[bn, y0:y0 + ys:sh, x0:x0 + xs:sw, :] += cols[:, :, :, ky, kx, :]
+        return full[:, self.pt:self.pt + self.oh, self.pl:self.pl + self.ow, :]
 
 
 def _weights_t(w: np.ndarray, dtype) -> np.ndarray:
@@ -172,8 +184,7 @@ def _float_core(node: NodeContext, bounds: tuple[float, float]):
 
     def core(g: TGeometry, w, x, b):
         wt = wt_const if wt_const is not None else _weights_t(w, dt)
-        out = g.scatter(np.asarray(x, dt).reshape(-1, wt.shape[0]), wt)
-        out = np.ascontiguousarray(out)
+        out = np.ascontiguousarray(g.scatter(x, wt))
         return finish_float(out, b_const if b_const is not None else b, bounds)
     return core
 
@@ -199,7 +210,7 @@ def _hybrid_core(node: NodeContext, bounds: tuple[float, float]):
     def core(g: TGeometry, w, x, b):
         wt = wt_const if wt_const is not None else _weights_t(w, ft)
         xs, factors = asymmetric_quantize_batches(np.asarray(x, np.float32), ft)
-        acc = g.scatter(xs.reshape(-1, ci), wt).astype(np.float32)
+        acc = g.scatter(xs, wt).astype(np.float32)
         out = acc * scales
         out *= factors[:, None, None, None]
         return finish_float(out, b_const if b_const is not None else b, bounds)
@@ -222,10 +233,12 @@ def _quant_core(node: NodeContext, act: int, wide: bool):
 
     def core(g: TGeometry, w, x, b):
         wt = wt_const if wt_const is not None else wmat(w)
-        xs = x.astype(ft)
-        if in_zp:
-            xs -= ft(in_zp)
-        acc = g.scatter(xs.reshape(-1, ci), wt).astype(np.int64)
+        def prep(xb: np.ndarray) -> np.ndarray:
+            xs = xb.astype(ft)
+            if in_zp:
+                xs -= ft(in_zp)
+            return xs
+        acc = g.scatter(x, wt, prep).astype(np.int64)
         bias = b_const if b_const is not None else b
         if bias is not None:
             acc += bias.reshape(-1).astype(np.int64)
@@ -279,7 +292,7 @@ def convolution_2d_transpose_bias(node: NodeContext) -> Kernel:
 
     def run(x, w_, b):
         wt = wt_const if wt_const is not None else _weights_t(w_, dt)
-        out = np.ascontiguousarray(g.scatter(np.asarray(x, dt).reshape(-1, ci), wt))
+        out = np.ascontiguousarray(g.scatter(x, wt))
         out += (b_const if b_const is not None else b).astype(dt, copy=False)
         return out
     return run

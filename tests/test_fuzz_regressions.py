@@ -1,0 +1,343 @@
+"""Kinds of kernel failure the field-level fuzz campaign (benchmarks/fuzz_campaign.py) found as a
+KernelError wrapping a raw Python/numpy exception ("node 3 (ABS): ValueError: output array is
+read-only"): each is now refused at allocate_tensors() by the kernel's prepare checks (as LiteRT's
+Prepare refuses it) or stopped at invoke with a KernelError of its own, one line naming the node.
+
+Each kind has a hand-built model reproducing what the mutant did (a unary op given a second
+input, a SPLIT whose num_splits disagrees with its outputs, ...); `test_campaign_mutants_stay_clean`
+replays the campaign's first mutant of each kind (seed 0) as the campaign does.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from acelera import AceleraError
+from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
+from acelera.core.errors import KernelError
+from acelera.core.interpreter import Interpreter, OpResolverType
+
+REF = OpResolverType.BUILTIN_REF
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _campaign():
+    spec = importlib.util.spec_from_file_location("fuzz_campaign", ROOT / "benchmarks" / "fuzz_campaign.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CAMPAIGN = _campaign()
+
+
+def assert_clean(e: BaseException, node: str) -> None:
+    """One AceleraError line naming the node, with no raw Python/numpy exception in it."""
+    msg = str(e)
+    assert isinstance(e, AceleraError), f"{type(e).__name__}: {msg}"
+    assert "\n" not in msg, msg
+    assert node in msg, msg
+    assert CAMPAIGN.wrapped(msg) is None, msg
+    for numpy_text in ("read-only", "positional argument", "could not be broadcast", "NoneType",
+                       "tuple index out of range", "must match exactly", "out of bounds for"):
+        assert numpy_text not in msg, msg
+
+
+def allocate_refused(model: bytes, node: str = "node 0") -> AceleraError:
+    it = Interpreter(model_content=model, experimental_op_resolver_type=REF)
+    with pytest.raises(AceleraError) as e:
+        it.allocate_tensors()
+    assert_clean(e.value, node)
+    return e.value
+
+
+def invoke_refused(model: bytes, inputs, node: str = "node 0") -> AceleraError:
+    it = Interpreter(model_content=model, experimental_op_resolver_type=REF)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    with pytest.raises(KernelError) as e:
+        it.invoke()
+    assert_clean(e.value, node)
+    return e.value
+
+
+F32 = np.float32
+
+
+# --- one-input ops given more inputs (the numpy function took the second as its `out=`) -------
+
+UNARY = ["ABS", "CEIL", "EXP", "FLOOR", "LOG", "NEG", "ROUND", "RSQRT", "SIN", "COS", "SQRT", "SQUARE",
+         "SOFTMAX", "LOG_SOFTMAX"]
+
+
+@pytest.mark.parametrize("op", UNARY)
+@pytest.mark.parametrize("extra", ["constant", "two_constants", "input", "int_input"])
+def test_one_input_ops_refuse_more_inputs(op, extra):
+    """Kinds ABS/CEIL/NEG/ROUND: ValueError "output array is read-only" (the extra input was a
+    constant), ABS: UFuncTypeError (an int64 one), EXP/FLOOR/LOG/NEG/RSQRT/SIN/SQRT/SQUARE/
+    SOFTMAX/LOG_SOFTMAX: TypeError "takes 1 positional argument but N were given". With a
+    writable float32 second input the op silently wrote its result into that tensor."""
+    extras = {"constant": [Const(np.ones(4, F32))], "two_constants": [Const(np.ones(4, F32))] * 2,
+              "input": [In((4,))], "int_input": [In((4,), np.int64)]}[extra]
+    model = single_op_model(op, [In((4,))] + extras, [Out((4,))])
+    e = allocate_refused(model, f"node 0 ({op})")
+    assert "expects 1 inputs and 1 outputs" in str(e)
+
+
+# --- concatenation, split, pack, unpack -------------------------------------------------------
+
+def test_concatenation_refuses_mismatched_shapes():
+    """Kind CONCATENATION: ValueError "all the input array dimensions except for the
+    concatenation axis must match exactly" (numpy, at invoke)."""
+    model = single_op_model("CONCATENATION", [In((2, 3)), In((2, 4))], [Out((4, 3))], axis=0)
+    e = allocate_refused(model, "node 0 (CONCATENATION)")
+    assert "do not match outside axis 0" in str(e)
+
+
+def test_concatenation_refuses_a_resized_input():
+    model = single_op_model("CONCATENATION", [In((2, 3)), In((2, 3))], [Out((4, 3))], axis=0)
+    it = Interpreter(model_content=model, experimental_op_resolver_type=REF)
+    it.resize_tensor_input(1, [2, 5])
+    with pytest.raises(AceleraError) as e:
+        it.allocate_tensors()
+    assert_clean(e.value, "node 0 (CONCATENATION)")
+
+
+def test_pack_values_count_must_match_the_inputs():
+    """Kind PACK: ValueError "PACK values_count 0 but the node has 2 inputs" (prepare)."""
+    model = single_op_model("PACK", [In((3,)), In((3,))], [Out((2, 3))], values_count=0, axis=0)
+    assert "values_count 0" in str(allocate_refused(model, "node 0 (PACK)"))
+
+
+def test_split_num_splits_must_match_the_outputs():
+    """Kind SPLIT: ValueError "SPLIT num_splits -2147483648 but the node has 3 outputs"."""
+    model = single_op_model("SPLIT", [Const(np.array(0, np.int32)), In((6,))], [Out((2,))] * 3,
+                            num_splits=-2147483648)
+    assert "num_splits" in str(allocate_refused(model, "node 0 (SPLIT)"))
+
+
+@pytest.mark.parametrize("op,inputs,options", [
+    ("SPLIT", [In((6,))], {"num_splits": 2}),
+    ("SPLIT_V", [In((6,)), Const(np.array([3, 3], np.int32))], {"num_splits": 2}),
+    ("UNPACK", [], {"num": 2, "axis": 0}),
+])
+def test_split_family_refuses_missing_inputs(op, inputs, options):
+    """Kinds SPLIT and SPLIT_V: IndexError "tuple index out of range" (fewer inputs than the op
+    reads, e.g. a mutated opcode turning a 1-input node into SPLIT)."""
+    model = single_op_model(op, inputs, [Out((3,))] * 2, **options)
+    allocate_refused(model, f"node 0 ({op})")
+
+
+def test_unpack_num_must_match_the_dimension():
+    """Kind UNPACK: ValueError "UNPACK num 0 but dimension 0 is 3 and the node has 1 outputs"."""
+    model = single_op_model("UNPACK", [In((3, 2))], [Out((2,))], num=0, axis=0)
+    assert "UNPACK num 0" in str(allocate_refused(model, "node 0 (UNPACK)"))
+
+
+def test_split_with_a_runtime_axis_out_of_range_fails_at_invoke():
+    model = single_op_model("SPLIT", [In((), np.int32), In((6,))], [Out((3,))] * 2, num_splits=2)
+    e = invoke_refused(model, [np.array(3, np.int32), np.zeros(6, F32)], "node 0 (SPLIT)")
+    assert "out of range" in str(e)
+
+
+# --- pad ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["PAD", "PADV2", "MIRROR_PAD"])
+def test_pad_family_refuses_a_missing_paddings_input(op):
+    """Kinds PAD and PADV2: IndexError "tuple index out of range" (one input)."""
+    allocate_refused(single_op_model(op, [In((2, 3))], [Out((2, 3))]), f"node 0 ({op})")
+
+
+@pytest.mark.parametrize("op,paddings", [
+    ("MIRROR_PAD", np.array([1, 1], np.int32)),  # shape [2] for a rank-3 input
+    ("PADV2", np.array(5, np.int32)),  # shape []
+    ("PAD", np.array([[0, 0], [-2147483648, 0], [0, 0]], np.int32)),
+])
+def test_pad_family_refuses_bad_constant_paddings(op, paddings):
+    """Kinds MIRROR_PAD and PADV2: ValueError "paddings of shape [2] do not match input rank 3";
+    PAD: ValueError "paddings must be >= 0" (prepare)."""
+    model = single_op_model(op, [In((2, 3, 4)), Const(paddings)], [Out((2, 3, 4))])
+    assert "paddings" in str(allocate_refused(model, f"node 0 ({op})"))
+
+
+def test_pad_with_runtime_negative_paddings_fails_at_invoke():
+    model = single_op_model("PAD", [In((2, 3)), In((2, 2), np.int32)], [Out((2, 3))])
+    e = invoke_refused(model, [np.zeros((2, 3), F32), np.array([[0, -1], [0, 0]], np.int32)], "node 0 (PAD)")
+    assert "paddings must be >= 0" in str(e)
+
+
+# --- slices -------------------------------------------------------------------------------
+
+def test_strided_slice_index_vectors_must_have_one_length():
+    """Kind STRIDED_SLICE: ValueError "begin, end and strides must have the same length"."""
+    model = single_op_model("STRIDED_SLICE", [In((4, 4)), Const(np.array([0, 0], np.int32)),
+                                              Const(np.array([2], np.int32)), Const(np.array([1, 1], np.int32))],
+                            [Out((2, 4))])
+    assert "same length" in str(allocate_refused(model, "node 0 (STRIDED_SLICE)"))
+
+
+@pytest.mark.parametrize("op,inputs", [
+    ("STRIDED_SLICE", [None, Const(np.array([0], np.int32)), Const(np.array([2], np.int32)),
+                       Const(np.array([1], np.int32))]),
+    ("SLICE", [In((4,)), Const(np.array([0], np.int32))]),
+])
+def test_slices_refuse_missing_inputs(op, inputs):
+    """Kinds STRIDED_SLICE: AttributeError "'NoneType' object has no attribute 'type_name'"
+    (input 0 absent); SLICE: IndexError (two inputs)."""
+    allocate_refused(single_op_model(op, inputs, [Out((2,))]), f"node 0 ({op})")
+
+
+def test_slice_past_the_dimension_fails_at_invoke():
+    """Kind SLICE: ValueError "SLICE begin 0 + size 2147483647 exceeds dimension 1" (raised by
+    the kernel at invoke, in a WHILE body, as a bare ValueError)."""
+    model = single_op_model("SLICE", [In((1, 4)), Const(np.array([0, 0], np.int32)), In((2,), np.int32)],
+                            [Out((1, 4))])
+    e = invoke_refused(model, [np.zeros((1, 4), F32), np.array([2147483647, 4], np.int32)], "node 0 (SLICE)")
+    assert "exceeds dimension 1" in str(e)
+
+
+# --- gather, batch/space ---------------------------------------------------------------------
+
+def test_gather_refuses_an_absent_positions_input():
+    """Kind GATHER: AttributeError "'NoneType' object has no attribute 'type'"."""
+    allocate_refused(single_op_model("GATHER", [In((4,)), None], [Out((4,))], axis=0), "node 0 (GATHER)")
+
+
+@pytest.mark.parametrize("op", ["BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND"])
+def test_batch_space_ops_refuse_missing_inputs(op):
+    """Kind BATCH_TO_SPACE_ND: AttributeError "'NoneType' object has no attribute 'type'" (a
+    mutated opcode turned a two-input node into BATCH_TO_SPACE_ND)."""
+    model = single_op_model(op, [In((4, 2, 2, 1)), Const(np.array([2, 2], np.int32))], [Out((1, 4, 4, 1))])
+    allocate_refused(model, f"node 0 ({op})")
+
+
+@pytest.mark.parametrize("op", ["RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"])
+def test_resizes_refuse_a_missing_size_input(op):
+    """Kind RESIZE_NEAREST_NEIGHBOR: AttributeError "'NoneType' object has no attribute 'shape'"
+    (a mutated opcode made a one-input node a resize; seed 2)."""
+    allocate_refused(single_op_model(op, [In((1, 2, 2, 1))], [Out((1, 4, 4, 1))]), f"node 0 ({op})")
+
+
+# --- resources ----------------------------------------------------------------------------
+
+def _hashtable(find_inputs=None, find_out=np.int64, keys_dtype=np.bytes_, find_outputs=1, import_handle=True):
+    b = ModelBuilder()
+    q = b.add_input("q", (3,), keys_dtype)
+    h = b.add_tensor("h", (), "RESOURCE")
+    b.add_operator("HASHTABLE", [], [h], table_id=1, key_dtype=5, value_dtype=4)
+    keys = b.add_constant("keys", np.array([b"cat", b"dog", b"eel"], object))
+    vals = b.add_constant("vals", np.array([1, 2, 3], np.int64))
+    b.add_operator("HASHTABLE_IMPORT", [h if import_handle else -1, keys, vals], [])
+    dflt = b.add_constant("dflt", np.array([-1], np.int64))
+    out = b.add_tensor("out", (3,), find_out)
+    ins = {"handle": [h, q, h], None: [h, q, dflt]}[find_inputs]
+    b.add_operator("HASHTABLE_FIND", ins, [out] if find_outputs else [])
+    if not find_outputs:
+        out = b.add_tensor("size", (1,), np.int64)
+        b.add_operator("HASHTABLE_SIZE", [h], [out])
+    b.mark_outputs(out)
+    return b.build()
+
+
+def test_hashtable_model_still_runs():
+    it = Interpreter(model_content=_hashtable(), experimental_op_resolver_type=REF)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], np.array([b"dog", b"yak", b"cat"], object))
+    it.invoke()
+    assert it.get_tensor(it.get_output_details()[0]["index"]).tolist() == [2, -1, 1]
+
+
+@pytest.mark.parametrize("case,node", [
+    (dict(find_outputs=0), "node 2 (HASHTABLE_FIND)"),  # IndexError "tuple index out of range"
+    (dict(find_out=np.uint8), "node 2 (HASHTABLE_FIND)"),  # OverflowError "-1 out of bounds for uint8"
+    (dict(find_inputs="handle"), "node 2 (HASHTABLE_FIND)"),  # TypeError "int() argument ... 'tuple'"
+    (dict(keys_dtype=np.float32), "node 2 (HASHTABLE_FIND)"),  # ValueError "cannot convert float NaN"
+    (dict(import_handle=False), "node 1 (HASHTABLE_IMPORT)"),  # AttributeError "'NoneType' ... 'size'"
+])
+def test_hashtable_ops_check_their_tensors_at_prepare(case, node):
+    """Kinds HASHTABLE_FIND (IndexError, OverflowError, TypeError, ValueError) and
+    HASHTABLE_IMPORT (AttributeError): hashtable_find.cc / hashtable_import.cc Prepare checks."""
+    allocate_refused(_hashtable(**case), node)
+
+
+def test_assign_variable_refuses_an_absent_handle():
+    """Kind ASSIGN_VARIABLE: AttributeError "'NoneType' object has no attribute 'size'" (its
+    handle input set to -1; seed 1)."""
+    b = ModelBuilder()
+    x = b.add_input("x", (2,), np.float32)
+    b.add_operator("ASSIGN_VARIABLE", [-1, x], [])
+    y = b.add_tensor("y", (2,), np.float32)
+    b.add_operator("RELU", [x], [y])
+    b.mark_outputs(y)
+    allocate_refused(b.build(), "node 0 (ASSIGN_VARIABLE)")
+
+
+def test_read_variable_refuses_a_node_without_outputs():
+    """Kind READ_VARIABLE: IndexError "tuple index out of range" (a mutated opcode made a node
+    without outputs a READ_VARIABLE)."""
+    b = ModelBuilder()
+    x = b.add_input("x", (2,), np.float32)
+    h = b.add_tensor("h", (), "RESOURCE")
+    b.add_operator("VAR_HANDLE", [], [h], shared_name="v")
+    b.add_operator("ASSIGN_VARIABLE", [h, x], [])
+    b.add_operator("READ_VARIABLE", [h], [])
+    y = b.add_tensor("y", (2,), np.float32)
+    b.add_operator("RELU", [x], [y])
+    b.mark_outputs(y)
+    allocate_refused(b.build(), "node 2 (READ_VARIABLE)")
+
+
+# --- the campaign's own mutants ---------------------------------------------------------------
+
+#: the first mutant of each kind fixed here in the campaigns of seeds 0 and 1 (10,000 mutants each,
+#: reference) and 2 (3,000, delegates in rotation): "model:case" (seed 0) or "model:case@seed"
+CAMPAIGN_CASES = [
+    "hand_recrop_int8:9694", "where_gather_model:7579", "while_sum_model:1000",  # ABS
+    "misc_ops_a_float32:443",  # CEIL
+    "gru_keras3_float32:542",  # CONCATENATION (in a WHILE body)
+    "lstm_tfkeras_float32:3923", "sine_float:1938", "lstm_tfkeras_float32:5082",  # EXP, FLOOR, LOG
+    "lstm_tfkeras_float32:2270", "if_model:774",  # NEG
+    "runtime_reshape_model:9062", "where_gather_model:796", "misc_ops_a_float32:1754",  # ROUND, RSQRT, SIN
+    "lstm_tfkeras_float32:4284", "small_cnn_f32:2434",  # SQRT, SQUARE
+    "text_classifier_float32:1927", "small_cnn_f32:800",  # SOFTMAX, LOG_SOFTMAX
+    "while_sum_model:411", "gru_keras3_float32:827", "face_detection_short_range:3938",  # PACK, SPLIT x2
+    "face_detection_short_range:2171", "if_model:6607",  # SPLIT_V, UNPACK
+    "misc_ops_a_float32:2761", "face_detection_short_range:575", "face_detection_short_range:3140",  # pads
+    "text_classifier_float32:1376", "text_classifier_float32:5993",  # PADV2
+    "misc_ops_c_int8:1679", "misc_ops_c_int8:2116",  # STRIDED_SLICE
+    "gru_keras3_float32:2461", "gru_keras3_float32:5596",  # SLICE
+    "text_classifier_float32:882", "hand_recrop_int8:3538",  # GATHER, BATCH_TO_SPACE_ND
+    "hashtable_model:3797", "hashtable_model:6153", "hashtable_model:1365", "hashtable_model:7141",
+    "hashtable_model:2163", "variable_model:4347",  # HASHTABLE_FIND x4, HASHTABLE_IMPORT, READ_VARIABLE
+    "variable_model:2599@1",  # ASSIGN_VARIABLE (in a CALL_ONCE initializer)
+    "misc_ops_c_int8:1090@2",  # RESIZE_NEAREST_NEIGHBOR
+]
+
+
+@pytest.fixture(scope="module")
+def campaign_seeds():
+    from acelera.conformance import mutate
+
+    seeds = CAMPAIGN.seed_models()
+    names = {c.split(":")[0] for c in CAMPAIGN_CASES}
+    assert names <= set(seeds), names - set(seeds)
+    return seeds, {name: mutate.find_sites(seeds[name]) for name in names}
+
+
+@pytest.mark.parametrize("case", CAMPAIGN_CASES)
+def test_campaign_mutants_stay_clean(campaign_seeds, case):
+    seeds, sites = campaign_seeds
+    model, k = case.split(":")
+    k, _, seed = k.partition("@")
+
+    class Args:
+        delegates, budget_mb = "none", 1024
+
+    Args.seed = int(seed or 0)
+    result = CAMPAIGN.run_case(seeds, sites, [], [], Args, model, int(k))
+    assert result["category"] == "clean", result
+    assert "wrapped" not in result, result["wrapped"]
