@@ -5,7 +5,7 @@ the CPU, a second delegate gets exactly the nodes the partitioning rules give it
 `BehaviourCases` is mixed into suite.Certification; `special_value_errors` is the NaN / Inf rule."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from acelera.core.model import load_model
 from acelera.core.partition import select_partitions
 from acelera.core.subplan import ReferenceKernel
 
+if TYPE_CHECKING:
+    from acelera.registrar.spec import DelegateSpec
+
 CHAIN_OPS = ["RELU", "RELU6", "RELU_N1_TO_1", "TANH", "LOGISTIC", "ABS", "NEG", "HARD_SWISH", "ELU",
              "LEAKY_RELU", "ADD", "MUL", "SUB", "MAXIMUM", "MINIMUM", "CONV_2D", "DEPTHWISE_CONV_2D",
              "AVERAGE_POOL_2D", "MAX_POOL_2D", "PRELU", "SQUARE", "FLOOR", "CEIL", "EXP", "SIN", "COS", "GELU",
@@ -46,7 +49,7 @@ def chain_template(op: str) -> C.OpTemplate:
     s = CHAIN_SHAPE
     c = s[-1]
     if op in ("ADD", "MUL", "SUB", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"):
-        opts = {"fused_activation_function": "NONE"} if op in C.FUSED_ACT_BINARY else {}
+        opts: dict[str, Any] = {"fused_activation_function": "NONE"} if op in C.FUSED_ACT_BINARY else {}
         if op in ("ADD", "SUB"):
             opts["pot_scale_int16"] = False
         return C.OpTemplate(op, (C.T(s, domain=(-2, 2)), C.T((c,), const=True, domain=(-1, 1))), (C.T(s),), opts,
@@ -66,7 +69,7 @@ def chain_template(op: str) -> C.OpTemplate:
     if op == "PRELU":
         return C.OpTemplate(op, (C.T(s, domain=(-2, 2)), C.T((1, 1, c), role="weights", const=True, domain=(0.05, 0.5))),
                             (C.T(s),), {}, "chain")
-    opts: dict[str, Any] = {}
+    opts = {}
     if op == "LEAKY_RELU":
         opts = {"alpha": 0.2}
     dom = C.UNARY_DOMAIN.get(op, (-2, 2))
@@ -182,6 +185,19 @@ class _PrepareFails(Delegate):
 
 class BehaviourCases:
     """The behaviour-case methods of a Certification (uses its delegate, table and options)."""
+
+    if TYPE_CHECKING:  # what they use of the Certification they are mixed into
+        name: str
+        spec: DelegateSpec
+
+        @property
+        def table(self) -> OpTable: ...
+        @property
+        def delegate(self) -> Delegate: ...
+        def new_delegate(self) -> Delegate: ...
+        def _rng(self, case: C.Case) -> np.random.Generator: ...
+        def _compare(self, res: CaseResult, outs, ref, quants, quantum, numeric: str, kind: str,
+                     op: str | None) -> None: ...
 
     def _chain_op(self, exclude_table: OpTable | None = None, dtype: str | None = None):
         """(template, version, dtype) of an op the delegate declares that chains shape-preserving."""

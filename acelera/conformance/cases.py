@@ -216,10 +216,10 @@ def op_cases(table: Iterable[Any], *, seed: int = 0, variants_per_case: int = DE
         for dt in NEGATIVE_DTYPES:
             if dt in row.dtypes:
                 continue
-            tpl = next((t for t in regular if _applies(t, dt) and t.min_version <= row.max_version), None)
-            if tpl is not None:
-                v = max(row.min_version, tpl.min_version)
-                out.append(Case(f"neg/{op}/v{v}/{dt}/dtype", "negative", op, v, dt, f"dtype:{tpl.label}", tpl,
+            dtype_tpl = next((t for t in regular if _applies(t, dt) and t.min_version <= row.max_version), None)
+            if dtype_tpl is not None:
+                v = max(row.min_version, dtype_tpl.min_version)
+                out.append(Case(f"neg/{op}/v{v}/{dt}/dtype", "negative", op, v, dt, f"dtype:{dtype_tpl.label}", dtype_tpl,
                                 expect="refused"))
                 break
     return _unique(out)

@@ -154,7 +154,7 @@ def finish(cert: Certificate, table: OpTable | None = None, strict: bool = False
     cert.counts = {s: sum(1 for c in cert.cases if c.status == s) for s in STATUSES}
     cert.counts["total"] = len(cert.cases)
     rows = table if table is not None else [_Row(r) for r in cert.declared]
-    combos: dict[tuple[str, int, str], str] = {}
+    combos: dict[tuple[str, int | None, str | None], str] = {}
     ops: dict[str, str] = {}
     for r in rows:
         ops[r.op] = "not-covered"

@@ -65,7 +65,8 @@ class FloorResult:
 
 def _interp(model: bytes | str, delegates: Sequence[Delegate] = ()) -> Interpreter:
     key = "model_content" if isinstance(model, (bytes, bytearray)) else "model_path"
-    it = Interpreter(**{key: model}, experimental_delegates=list(delegates),
+    source: dict[str, Any] = {key: model}
+    it = Interpreter(**source, experimental_delegates=list(delegates),
                      experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     return it

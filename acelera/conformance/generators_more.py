@@ -91,7 +91,7 @@ def _raw(shape: tuple[int, ...], dt: str, domain: tuple[float, float] | None = N
 
 def _ivec(values, dtype: str = "INT32", *, const: bool = False) -> T:
     """An int parameter with fixed contents; a graph input unless `const`."""
-    a = np.asarray(values, NP[dtype])
+    a: np.ndarray = np.asarray(values, NP[dtype])
     return T(tuple(a.shape), role="int", const=const, value=a, dtype=dtype)
 
 
@@ -300,7 +300,8 @@ def bucketize(op: str) -> list[OpTemplate]:
                        "1d_one_boundary")]
 
 
-_BITCASTS = {  # case dtype -> (input shape, output type, output shape) per variant
+_BitcastVariant = tuple[tuple[int, ...], str, tuple[int, ...]]
+_BITCASTS: dict[str, list[_BitcastVariant]] = {  # case dtype -> (input shape, output type, output shape) per variant
     "FLOAT32": [((2, 3), "INT32", (2, 3)), ((2, 3), "UINT8", (2, 3, 4))],
     "INT32": [((2, 3), "FLOAT32", (2, 3)), ((3,), "INT16", (3, 2))],
     "INT8": [((2, 3), "UINT8", (2, 3)), ((2, 4), "INT32", (2,))],

@@ -187,6 +187,7 @@ def build_graph(nodes: Sequence[OpTemplate], dtype: str, version: int | Sequence
                 if role == "data" and first_data is None:
                     first_data, data_q = t, t.quant
                 continue
+            assert t.value is not None  # every graph input and constant got its values above
             if role in ("int", "bool"):
                 t.type = t.spec.dtype or ("BOOL" if role == "bool" else "INT32")
                 continue
@@ -297,6 +298,7 @@ def _materialize(t: _Tensor, case_dtype: str) -> np.ndarray:
     if t.spec.role in ("int", "bool"):
         return np.asarray(v, NP[t.type])
     if t.type in QUANT_DTYPES:
+        assert t.quant is not None  # build_graph gives every quantized input and constant its parameters
         return _quantize(np.asarray(v, np.float64), t.quant, t.type)
     if t.type in ("INT32", "INT64"):
         if t.quant is not None and t.spec.role == "bias":

@@ -9,7 +9,7 @@ inputs from that range and say so.
 """
 from __future__ import annotations
 
-from acelera.core.model import Model, Subgraph
+from acelera.core.model import Model, Operator, Subgraph
 
 #: ops that pass values through unchanged (an index stays an index)
 PASS_THROUGH = {"CAST", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "IDENTITY", "TRANSPOSE", "SLICE",
@@ -39,7 +39,7 @@ def _index_limit(sg: Subgraph, op, pos: int) -> int | None:
 def index_bounds(model: Model) -> dict[int, tuple[int, int, str]]:
     """Input position -> (low, high exclusive, why) for integer inputs used as indices."""
     sg = model.main
-    consumers: dict[int, list[tuple[object, int]]] = {}
+    consumers: dict[int, list[tuple[Operator, int]]] = {}
     for op in sg.operators:
         for pos, t in enumerate(op.inputs):
             if t >= 0:

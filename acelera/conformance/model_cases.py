@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from acelera.conformance.running import (
 from acelera.core.delegate import Delegate
 from acelera.core.errors import AceleraError
 from acelera.core.model import load_model
+
+if TYPE_CHECKING:
+    from acelera.conformance.tolerances import Tolerance, Tolerances
 
 MODEL_RUNS = 2  # inference_diff runs per model case (1 invocation each)
 
@@ -114,6 +117,15 @@ def _judge_float_view(entry: dict[str, Any], fo, quantum: float, tol) -> tuple[b
 class ModelCases:
     """The model-case methods of a Certification."""
 
+    if TYPE_CHECKING:  # what they use of the Certification they are mixed into
+        seed: int
+        tolerances: Tolerances
+
+        @property
+        def delegate(self) -> Delegate: ...
+        def precision(self, numeric: str) -> str: ...
+        def tolerance(self, numeric: str, kind: str, op: str | None = None) -> tuple[str, Tolerance]: ...
+
     def _run_model(self, case: C.Case, res: CaseResult) -> None:
         from acelera.conformance.inference_diff import diff
 
@@ -172,6 +184,7 @@ class ModelCases:
             q = t.quantization
             entry: dict[str, Any] = {"name": od.name, "avg_error": od.avg_value, "std_dev": od.std_deviation}
             if float_view and t.dtype.kind in "iu" and q.is_set and q.scale.size == 1 and float(q.scale[0]) > 0:
+                assert floors is not None  # float_view implies it
                 ok, msg = _judge_float_view(entry, floors.outputs[od.index], float(q.scale[0]), tol)
             elif t.dtype.kind in "iu" and q.is_set and q.scale.size == 1 and float(q.scale[0]) > 0:
                 scale, zp = float(q.scale[0]), int(q.zero_point[0]) if q.zero_point.size else 0
@@ -191,6 +204,7 @@ class ModelCases:
                     qi = sg.tensors[p.inputs[0]].quantization
                     quantum = float(np.max(qi.scale)) if qi.is_set else 0.0
                 if float_view and quantum:
+                    assert floors is not None  # float_view implies it
                     ok, msg = _judge_float_view(entry, floors.outputs[od.index], quantum, tol)
                 elif floors is not None:
                     fo = floors.outputs[od.index]

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import flatbuffers
 import numpy as np
@@ -213,7 +214,7 @@ def option_fields(cls_name: str) -> dict[int, tuple[str, str, bool]]:
         params = len(inspect.signature(fn).parameters)
         if params not in (1, 2):
             continue
-        obj = cls.__new__(cls)
+        obj: Any = object.__new__(cls)  # no bindings class defines __new__; the probe needs no __init__
         probe = _Probe()
         obj._tab = probe
         try:
@@ -241,7 +242,7 @@ def _options_sites(data: bytes, op_tab, type_slot: int, value_slot: int, union: 
     cls_name = _union_names(union).get(data[tpos])
     table = op_tab.Indirect(op_tab.Pos + vo)
     vtable = table - _read(data, "i", table)
-    vt_size = _read(data, "H", vtable)
+    vt_size = int(_read(data, "H", vtable))
     known = option_fields(cls_name) if cls_name else {}
     sites = []
     for slot in range(4, vt_size, 2):
@@ -253,7 +254,7 @@ def _options_sites(data: bytes, op_tab, type_slot: int, value_slot: int, union: 
         label = f"{where} {cls_name or union}.{name}"
         if is_vec:
             start = table + off + _read(data, "I", table + off)
-            n = _read(data, "I", start)
+            n = int(_read(data, "I", start))
             size = struct.calcsize("<" + fmt)
             for j in range(n):
                 pos = start + 4 + j * size
@@ -376,7 +377,7 @@ def _index_values(site: Site, rng: np.random.Generator) -> list[int]:
     return [0, -1, 1, -2, n - 1, n, n + 1, orig + 1, orig - 1, other, I32_MAX, I32_MIN, 2**32 - 1]
 
 
-def candidates(site: Site, rng: np.random.Generator) -> list[float]:
+def candidates(site: Site, rng: np.random.Generator) -> Sequence[float]:
     """The values `site` may take (buffer_data sites are handled by `choose`)."""
     kind, fmt, orig = site.kind, site.fmt, site.original
     if fmt in "efd":
@@ -433,6 +434,7 @@ def choose(data: bytes, site: Site, rng: np.random.Generator) -> Mutation:
         pos = site.offset + 4 * j
         orig = _read(data, "i", pos)
         pick = int(rng.integers(0, 3))
+        value: float
         if pick == 0:
             fmt, value = "i", _WORD_INTS[int(rng.integers(0, len(_WORD_INTS)))]
         elif pick == 1:

@@ -92,7 +92,8 @@ class CaseItem(pytest.Item):
         if _is_worker(self.config):  # which host and worker ran it, for a certificate merged over many
             import platform
 
-            result.details["worker"] = f"{platform.node()}/{self.config.workerinput.get('workerid', '?')}"
+            workerinput = self.config.workerinput  # type: ignore[attr-defined]  # set by pytest-xdist on its workers
+            result.details["worker"] = f"{platform.node()}/{workerinput.get('workerid', '?')}"
         self.config.stash.setdefault(_RESULTS, {}).setdefault(self.run_.name, []).append(result)
         self.user_properties.append(("status", result.status))
         if result.status == "fail":

@@ -49,7 +49,7 @@ def _outputs(it: Interpreter) -> list[np.ndarray]:
 
 
 def _out_quant(it: Interpreter) -> list[tuple[float | None, int]]:
-    out = []
+    out: list[tuple[float | None, int]] = []
     for d in it.get_output_details():
         s, z = d["quantization"]
         kind = np.dtype(d["dtype"]).kind

@@ -230,6 +230,8 @@ class Certification(ModelCases, BehaviourCases):
 
     # --- op and negative cases -------------------------------------------------------------
     def _run_op(self, case: C.Case, res: CaseResult) -> None:
+        # op_cases gives every op and negative case it does not mark unrunnable a template, dtype and version
+        assert case.template is not None and case.dtype is not None and case.version is not None
         built = C.build_graph([case.template], case.dtype, case.version, self._rng(case))
         model = load_model(built.model)
         ctx = Executor(model.main).node_context(0)

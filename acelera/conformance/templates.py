@@ -107,7 +107,7 @@ ACTS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
 
 def _int(values, dtype: str = "INT32") -> T:
-    a = np.asarray(values, NP[dtype])
+    a: np.ndarray = np.asarray(values, NP[dtype])
     return T(tuple(a.shape), role="int", const=True, value=a, dtype=dtype)
 
 
@@ -515,7 +515,7 @@ def batch_to_space_nd(op: str) -> list[OpTemplate]:
 
 @generator("LOGICAL_AND", "LOGICAL_OR")
 def logical_binary(op: str) -> list[OpTemplate]:
-    b = {"role": "bool", "domain": (0, 1)}
+    b: dict[str, Any] = {"role": "bool", "domain": (0, 1)}
     return [OpTemplate(op, (T((2, 3, 4), **b), T((2, 3, 4), **b)), (T((2, 3, 4), dtype="BOOL"),), {}, "same_shape"),
             OpTemplate(op, (T((2, 3, 4), **b), T((1, 1, 4), **b)), (T((2, 3, 4), dtype="BOOL"),), {}, "broadcast")]
 
@@ -527,7 +527,7 @@ def logical_not(op: str) -> list[OpTemplate]:
 
 @generator("SELECT", "SELECT_V2")
 def select(op: str) -> list[OpTemplate]:
-    cond = {"role": "bool", "domain": (0, 1)}
+    cond: dict[str, Any] = {"role": "bool", "domain": (0, 1)}
     out = [OpTemplate(op, (T((2, 3, 4), **cond), T((2, 3, 4)), T((2, 3, 4))), (T((2, 3, 4)),), {}, "same_shape",
                       same_quant=True)]
     if op == "SELECT_V2":

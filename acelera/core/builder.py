@@ -30,7 +30,7 @@ from acelera.core.model import CASE_OPTIONS, encode_strings
 from acelera.core.opcodes import BUILTIN_CODES
 
 # Builtin op -> options table of the schema (only ops that have one).
-OPTIONS_TABLE: dict[str, str] = {
+_ALL_OPTIONS_TABLES: dict[str, str | None] = {  # None: the op has no options table
     "CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
     "TRANSPOSE_CONV": "TransposeConvOptions", "FULLY_CONNECTED": "FullyConnectedOptions",
     "BATCH_MATMUL": "BatchMatMulOptions", "AVERAGE_POOL_2D": "Pool2DOptions",
@@ -97,7 +97,7 @@ OPTIONS_TABLE: dict[str, str] = {
     "STABLEHLO_RNG_BIT_GENERATOR": "StablehloRngBitGeneratorOptions", "DILATE": None,
     "STABLEHLO_CASE": "StablehloCaseOptions",
 }
-OPTIONS_TABLE = {k: v for k, v in OPTIONS_TABLE.items() if v is not None}
+OPTIONS_TABLE: dict[str, str] = {k: v for k, v in _ALL_OPTIONS_TABLES.items() if v is not None}
 
 ENUMS: dict[str, dict[str, int]] = {
     "padding": {"SAME": 0, "VALID": 1},
@@ -177,7 +177,7 @@ class ModelBuilder:
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
     signatures: list[tuple[str, dict[str, int], dict[str, int], int]] = field(default_factory=list)
-    metadata: list[tuple[str, bytes]] = field(default_factory=list)
+    metadata: list[tuple[str, int]] = field(default_factory=list)  # (name, buffer index)
     name: str = "main"
     index: int = 0
     subgraphs: list["ModelBuilder"] = field(default_factory=list)  # subgraphs 1.. (on the root)
@@ -448,6 +448,7 @@ class ModelBuilder:
 
     def _options(self, b, op: _Op) -> tuple[int, int]:
         name = op.options_table
+        assert name is not None  # _operator calls this only for ops with an options table
         if name == "StablehloCaseOptions":  # newer than the schema bindings: one [int] field
             vec = self._ints(b, lambda b_, n: b_.StartVector(4, n, 4), op.options.get("branch_subgraph_indices", ()))
             b.StartObject(1)

@@ -18,7 +18,7 @@ import inspect
 import os
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from acelera.core import fpstate
 from acelera.core.errors import AceleraError, KernelError, ModelError, UnsupportedOpError  # noqa: F401 (KernelError re-exported)
 from acelera.core.kernels.registry import Kernel, NodeContext, lookup, shape_pass
 from acelera.core.model import Subgraph, Tensor
+
+if TYPE_CHECKING:
+    from acelera.core.partition import DelegationReport
 
 FOLDABLE = frozenset({"DEQUANTIZE", "DENSIFY"})
 
@@ -121,7 +124,7 @@ class Executor:
         self.folded: set[int] = set()
         self.deferred: set[int] = set()  # nodes prepared at invoke (downstream of dynamic shapes)
         self._failed: Step | None = None
-        self.report = None  # DelegationReport, set by partition.apply_delegates
+        self.report: DelegationReport | None = None  # set by partition.apply_delegates
 
     @property
     def plan(self) -> list[Step]:
@@ -201,7 +204,8 @@ class Executor:
             if dynamic_in or op.op in DATA_DEPENDENT_SHAPES or i in self.deferred:
                 tainted.update(op.outputs)
         for t in self.sg.inputs:
-            if self.values[t] is None or self.values[t].shape != self.shapes[t]:
+            current = self.values[t]
+            if current is None or current.shape != self.shapes[t]:
                 self.values[t] = np.zeros(self.shapes[t], self.sg.tensors[t].dtype)
         self.reset_variables()
         self._compiled = None
@@ -231,7 +235,7 @@ class Executor:
 
     def _shape_pass(self, step: Step) -> None:
         """Run `step` once on current values (zeros for graph inputs) to learn output shapes."""
-        args = []
+        args: list[np.ndarray | None] = []
         all_const = True
         for t in step.inputs:
             if t < 0:
@@ -408,7 +412,7 @@ class Executor:
                 now = tuple(tuple(np.shape(values[t])) if t >= 0 else None for t in step.inputs)
                 if step.in_shapes != now:
                     for t, s in zip(step.inputs, now):
-                        if t >= 0:
+                        if s is not None:  # t >= 0
                             shapes[t] = s
                     if step.delegate is not None:
                         self._undelegate(j)
@@ -452,6 +456,7 @@ class Executor:
         import warnings
 
         step = self.plan[j]
+        assert step.delegate is not None  # only delegated steps are undelegated
         refs = [Step(node_label(self.sg, n), _unprepared, self.sg.operators[n].inputs,
                      self.sg.operators[n].outputs, (n,)) for n in sorted(step.nodes, key=self.sg.execution_order.index)]
         self.plan[j:j + 1] = refs

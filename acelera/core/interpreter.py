@@ -27,7 +27,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -118,7 +118,7 @@ def _sparsity_parameters(t: Tensor) -> dict[str, Any]:
     out: dict[str, Any] = {"traversal_order": np.array(s.traversal_order, np.int32)}
     if s.block_map:
         out["block_map"] = np.array(s.block_map, np.int32)
-    dims = []
+    dims: list[dict[str, Any]] = []
     for d in s.dim_metadata:
         if d.format == 0:
             dims.append({"format": 0, "dense_size": int(d.dense_size)})
@@ -376,7 +376,7 @@ class Interpreter:
         self._model_runtime = ModelRuntime(self.model, self._resolver)
         self.delegates: list[Delegate] = [_as_delegate(d) for d in (experimental_delegates or [])]
         self._delegates = list(experimental_delegates or [])  # LiteRT keeps the objects it was given
-        self._default: Delegate | None | bool = None  # the AUTO delegate, once looked up
+        self._default: Delegate | None | Literal[False] = None  # the AUTO delegate, once looked up
         self._quiet: set[int] = set()  # executors whose default-delegate fallbacks stay silent
         self.require_full_delegation = False
         #: acelera extension: a delegate partition that raises at invoke runs on the CPU for that
@@ -721,7 +721,7 @@ class OpRegistrar:
     returns `run(*inputs) -> array | tuple of arrays`.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._custom: dict[str, KernelSpec] = {}
         self._builtin: dict[str, KernelSpec] = {}
 
@@ -741,7 +741,7 @@ class OpRegistrar:
         self._builtin[name] = KernelSpec(name, max_version, prepare, tuple(dtypes))
 
     def resolve(self, op: Operator) -> KernelSpec | None:
-        spec = self._custom.get(op.custom_code) if op.op == CUSTOM else self._builtin.get(op.op)
+        spec = self._custom.get(op.name) if op.op == CUSTOM else self._builtin.get(op.op)
         if spec is None or op.version > spec.max_version:
             return None
         return spec

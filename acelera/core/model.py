@@ -110,7 +110,10 @@ class Operator:
     @property
     def name(self) -> str:
         """The op's display name: the builtin name, or the custom code for custom ops."""
-        return self.custom_code if self.op == CUSTOM else self.op
+        if self.op == CUSTOM:
+            assert self.custom_code is not None  # the parser sets it for every custom op
+            return self.custom_code
+        return self.op
 
 
 @dataclass(frozen=True, eq=False)
@@ -463,7 +466,7 @@ class _Loader:
             raise self.fail(f"{label}: unknown builtin options type {otype}")
         obj = _schema(cls_name)()
         obj.Init(table.Bytes, table.Pos)
-        out = {}
+        out: dict[str, Any] = {}
         for getter, key, is_vec in _option_fields(cls_name):
             if is_vec:
                 out[key] = tuple(self.vec(obj, getter, f"{label} option {key}").tolist())

@@ -13,7 +13,7 @@ import dataclasses
 import heapq
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 
@@ -97,7 +97,7 @@ def partition_units(units: Sequence[Unit], supported: Sequence[bool], greedy: bo
 def select_partitions(subsets: list[list[int]], sizes: Sequence[int], max_partitions: int, min_nodes: int) -> list[list[int]]:
     """The largest subsets first (stable for ties), at most max_partitions, none below min_nodes."""
     order = sorted(subsets, key=lambda s: -sum(sizes[i] for i in s))
-    chosen = []
+    chosen: list[list[int]] = []
     for s in order:
         if max_partitions > 0 and len(chosen) >= max_partitions:
             break
@@ -164,6 +164,11 @@ def _ask(delegate: Delegate, ex: Executor, node: int, fp16: dict[int, int] | Non
     return s if isinstance(s, Support) else Support(bool(s), "" if s else "rejected")
 
 
+def _not_prepared(*args):
+    """The step of a partition a dry run did not prepare (a dry run never runs its plan)."""
+    raise DelegationError("the delegate did not prepare this partition")
+
+
 def _check_kernel(ex: Executor, kernel, partition: Partition) -> None:
     """Run a freshly prepared kernel once on the reference pass's values (part of the shape
     pass: placeholder zeros) and check its outputs."""
@@ -176,6 +181,7 @@ def _check_kernel(ex: Executor, kernel, partition: Partition) -> None:
         raise AceleraError(f"returned {len(outs)} outputs, expected {len(partition.outputs)}")
     for t, v in zip(partition.outputs, outs):
         want = ex.values[t]
+        assert want is not None  # the shape pass computed every tensor a node outputs
         if not isinstance(v, np.ndarray) or v.dtype != want.dtype or v.shape != want.shape:
             got = f"{getattr(v, 'dtype', type(v).__name__)}{list(getattr(v, 'shape', ()))}"
             raise AceleraError(f"output tensor {t} is {got}, expected {want.dtype}{list(want.shape)}")
@@ -194,7 +200,11 @@ class _DelegatedStep:
 
     def __init__(self, ex: Executor, name: str, kernel, part: Partition, cpu_fallback: bool):
         self.ex, self.name, self.kernel, self.part, self.cpu_fallback = ex, name, kernel, part, cpu_fallback
-        self.expected = [(ex.values[t].dtype, ex.values[t].shape) for t in part.outputs]
+        self.expected: list[tuple[np.dtype, tuple[int, ...]]] = []
+        for t in part.outputs:
+            v = ex.values[t]
+            assert v is not None  # the shape pass computed every tensor a node outputs
+            self.expected.append((v.dtype, v.shape))
         #: output shapes are fixed unless a node's output shape depends on input values (RANGE, WHERE, ...)
         self.static = not any(ex.sg.operators[n].op in DATA_DEPENDENT_SHAPES for n in part.nodes)
         self._cpu: list[Step] | None = None
@@ -268,7 +278,9 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
         for members in chosen:
             nodes = tuple(sorted(n for i in members for n in units[i].nodes))
             inputs, outputs = _boundary(ex, units, members)
-            const = {t: ex.values[t] for t in inputs if ex.sg.tensors[t].is_constant or t in ex.folded}
+            # constants hold their data and folded tensors their computed value: never None
+            const = cast("dict[int, np.ndarray]",
+                         {t: ex.values[t] for t in inputs if ex.sg.tensors[t].is_constant or t in ex.folded})
             part = Partition(nodes, inputs, outputs, {n: ex.node_context(n) for n in nodes}, const)
             try:
                 kernel = None if dry_run else d.prepare(part)
@@ -283,7 +295,7 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
                               f"they run on the CPU", DelegationWarning, stacklevel=2)
                 continue
             label = f"{d.name} partition of {len(nodes)} nodes"
-            fn = _DelegatedStep(ex, d.name, kernel, part, cpu_fallback) if kernel is not None else None
+            fn = _DelegatedStep(ex, d.name, kernel, part, cpu_fallback) if kernel is not None else _not_prepared
             unit = Unit(nodes, inputs, outputs, Step(label, fn, inputs, outputs, nodes, d.name,
                                                    ex._input_shapes(inputs)), d.name)
             for i in members:

@@ -66,7 +66,7 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
     return np.trunc(r, out=r) if isinstance(r, np.ndarray) else np.trunc(r)
 
 
-def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
+def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray | np.int64:
     """gemmlowp SaturatingRoundingDoublingHighMul on int32 values held in int64.
 
     gemmlowp's trunc((a*b + nudge) / 2**31), nudge = 2**30 or 1 - 2**30 by sign, is
@@ -103,13 +103,13 @@ def rounding_divide_by_pot(x, exponent) -> np.ndarray:
         r += 1 << (e - 1)
         r >>= e
         return r
-    e = np.asarray(exponent, np.int64)
-    if e.size and e.min() < 0:
-        return _rdbpot_steps(x, e)
+    es = np.asarray(exponent, np.int64)
+    if es.size and es.min() < 0:
+        return _rdbpot_steps(x, es)
     r = x << 1
-    r += np.left_shift(1, e, dtype=np.int64)
+    r += np.left_shift(1, es, dtype=np.int64)
     r += x >> 63
-    r >>= e + 1
+    r >>= es + 1
     return r
 
 
@@ -152,9 +152,9 @@ def multiply_by_quantized_multiplier_inplace(acc: np.ndarray, multiplier, shift)
     RoundingDivideByPOT(v, r) = floor((v + 2**(r-1) - [v < 0]) / 2**r) for r > 0.
     """
     if _is_scalar(multiplier) and _is_scalar(shift):
-        m, sh = int(multiplier), int(shift)
-        if m != INT32_MIN and -31 <= sh <= 31 and acc.__class__ is np.ndarray:
-            return multiply_by_quantized_multiplier_scalar_inplace(acc, m, sh)
+        mi, sh = int(multiplier), int(shift)
+        if mi != INT32_MIN and -31 <= sh <= 31 and acc.__class__ is np.ndarray:
+            return multiply_by_quantized_multiplier_scalar_inplace(acc, mi, sh)
     m = np.asarray(multiplier, np.int64)
     shift = np.asarray(shift, np.int64)
     if np.count_nonzero(m == INT32_MIN):  # the only case where SRDHM saturates
