@@ -24,8 +24,8 @@ from acelera.core.kernels.unary_common import ndarray_kernel, unary_io
 
 @register("ADD_N", max_version=1, dtypes=("FLOAT32", "INT32"))
 def add_n(node: NodeContext):
-    ins = list(node.inputs)
-    if not ins or any(t is None for t in ins) or len(node.outputs) != 1:
+    ins = [t for t in node.inputs if t is not None]
+    if not ins or len(ins) != len(node.inputs) or len(node.outputs) != 1:
         raise ModelError("ADD_N: expects at least 1 input and 1 output")
     dt = ins[0].dtype
     if dt not in float_dtypes() | {I32}:

@@ -82,6 +82,7 @@ def rank(node: NodeContext) -> Kernel:
 def zeros_like(node: NodeContext) -> Kernel:
     check_arity(node, 1, 1)
     x_t = node.input(0)
+    assert x_t is not None  # check_arity refused missing inputs
     if x_t.type not in (_INT64, _INT32, _FLOAT32):
         raise node.unsupported(f"input type {x_t.type_name} is not supported (INT64, INT32, FLOAT32)")
     dt = same_type_output(node, x_t)
@@ -96,6 +97,7 @@ def zeros_like(node: NodeContext) -> Kernel:
 def fill(node: NodeContext) -> Kernel:
     check_arity(node, 2, 1)
     dims_t, value_t = node.input(0), node.input(1)
+    assert dims_t is not None and value_t is not None  # check_arity refused missing inputs
     out_t = node.outputs[0]
     if len(dims_t.shape) != 1:
         raise node.unsupported(f"dims must be 1-D, got shape {list(dims_t.shape)}")
@@ -143,6 +145,7 @@ def _range_size(start, limit, delta, dtype: np.dtype) -> int:
 def range_(node: NodeContext) -> Kernel:
     check_arity(node, 3, 1)
     start_t, limit_t, delta_t = node.inputs
+    assert start_t is not None and limit_t is not None and delta_t is not None  # check_arity refused missing inputs
     for name, t in (("start", start_t), ("limit", limit_t), ("delta", delta_t)):
         if len(t.shape) != 0:
             raise node.unsupported(f"{name} must be a scalar, got shape {list(t.shape)}")
@@ -178,6 +181,7 @@ def range_(node: NodeContext) -> Kernel:
 def broadcast_to(node: NodeContext) -> Kernel:
     check_arity(node, 2, 1)
     x_t, shape_t = node.inputs
+    assert x_t is not None and shape_t is not None  # check_arity refused missing inputs
     if node.version < 2:
         raise node.unsupported("version 1 is not supported (LiteRT registers versions 2 to 4)")
     if shape_t.type not in (_INT32, _INT64):
@@ -213,6 +217,7 @@ def broadcast_to(node: NodeContext) -> Kernel:
 def broadcast_args(node: NodeContext) -> Kernel:
     check_arity(node, 2, 1)
     a_t, b_t = node.inputs
+    assert a_t is not None and b_t is not None  # check_arity refused missing inputs
     if a_t.type not in (_INT32, _INT64):
         raise node.unsupported(f"shape type {a_t.type_name} is not supported (INT32 or INT64)")
     if b_t.type != a_t.type:
@@ -242,6 +247,8 @@ def broadcast_args(node: NodeContext) -> Kernel:
 def one_hot(node: NodeContext) -> Kernel:
     check_arity(node, 4, 1)
     idx_t, depth_t, on_t, off_t = node.inputs
+    # check_arity refused missing inputs
+    assert idx_t is not None and depth_t is not None and on_t is not None and off_t is not None
     if on_t.type_name not in _ONE_HOT_TYPES:
         # LiteRT's Prepare lets INT16 through, but its Eval has no INT16 case and fails.
         raise node.unsupported(f"value type {on_t.type_name} is not supported ({', '.join(_ONE_HOT_TYPES)})")
@@ -286,6 +293,7 @@ def one_hot(node: NodeContext) -> Kernel:
 def bitcast(node: NodeContext) -> Kernel:
     check_arity(node, 1, 1)
     x_t, out_t = node.input(0), node.outputs[0]
+    assert x_t is not None  # check_arity refused missing inputs
     for what, t in (("input", x_t), ("output", out_t)):
         if t.type_name not in SIZED:
             raise node.unsupported(f"{what} type {t.type_name} is not supported")
@@ -330,6 +338,7 @@ def _upper_bound(boundaries: np.ndarray, values: np.ndarray) -> np.ndarray:
 def bucketize(node: NodeContext) -> Kernel:
     check_arity(node, 1, 1)
     x_t = node.input(0)
+    assert x_t is not None  # check_arity refused missing inputs
     bounds = np.asarray(node.options.get("boundaries", ()), np.float32).reshape(-1)
     if (bounds[1:] < bounds[:-1]).any():
         raise node.unsupported("boundaries must be sorted")

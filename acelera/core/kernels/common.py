@@ -64,7 +64,7 @@ def quantized_activation_range(act: int, scale: float, zero_point: int, dtype) -
 
     def q(f: float) -> int:
         with np.errstate(all="ignore"):
-            v = round_half_away(np.float32(f) / s)
+            v = round_half_away(np.asarray(np.float32(f) / s))
         if not np.isfinite(v) or not (-2.0 ** 31 <= float(v) <= 2.0 ** 31 - 1):
             raise ModelError(f"output scale {scale} cannot represent the fused activation range")
         return int(zero_point) + int(v)

@@ -49,9 +49,9 @@ def _requant_table(in_scale: np.float32, in_zp: int, out_scale: np.float32, out_
 
 @register("CONCATENATION", max_version=7, dtypes=tuple(sorted(CONCAT_TYPES)))
 def concatenation(node: NodeContext):
-    ins = node.inputs
+    ins = [t for t in node.inputs if t is not None]
     out_t = node.outputs[0]
-    if not ins or any(t is None for t in ins):
+    if not ins or len(ins) != len(node.inputs):
         raise ModelError("CONCATENATION needs at least one input and no absent inputs")
     t0 = ins[0]
     check_type(node, t0, CONCAT_TYPES.union(float_type_names()))
@@ -80,7 +80,7 @@ def concatenation(node: NodeContext):
         _check_concat_shapes([t.shape for t in ins], axis)
 
     name = t0.type_name
-    fixes = [None] * len(ins)  # per-input requantization table (uint8) or None to copy
+    fixes: list[np.ndarray | None] = [None] * len(ins)  # per-input requantization table (uint8) or None to copy
     if name == "INT8":
         if any(not same_qparams(t, out_t) for t in ins):
             raise node.unsupported("int8 inputs need the output's scale and zero point")
@@ -225,6 +225,7 @@ def _check_outputs(node: NodeContext, x_t, allowed) -> None:
 def split(node: NodeContext):
     check_arity(node, 2, len(node.outputs))
     axis_t, x_t = node.inputs[0], node.inputs[1]
+    assert axis_t is not None and x_t is not None  # check_arity refused missing inputs
     _check_outputs(node, x_t, SPLIT_TYPES)
     check_type(node, axis_t, ("INT32",), "axis")
     num = int(node.options.get("num_splits", 0))
@@ -256,6 +257,7 @@ def split(node: NodeContext):
 def split_v(node: NodeContext):
     check_arity(node, 3, len(node.outputs))
     x_t, sizes_t, axis_t = node.inputs[0], node.inputs[1], node.inputs[2]
+    assert x_t is not None and sizes_t is not None and axis_t is not None  # check_arity refused missing inputs
     _check_outputs(node, x_t, SPLIT_TYPES)
     check_type(node, sizes_t, ("INT32", "INT64"), "size_splits")
     check_type(node, axis_t, ("INT32",), "axis")
@@ -293,11 +295,11 @@ def split_v(node: NodeContext):
 
 @register("PACK", max_version=5, dtypes=tuple(sorted(PACK_TYPES)))
 def pack(node: NodeContext):
-    ins = node.inputs
+    ins = [t for t in node.inputs if t is not None]
     out_t = node.outputs[0]
     count = int(node.options.get("values_count", 0))
-    if count != len(ins) or count < 1 or any(t is None for t in ins):
-        raise ModelError(f"PACK values_count {count} but the node has {len(ins)} inputs")
+    if count != len(node.inputs) or count < 1 or len(ins) != len(node.inputs):
+        raise ModelError(f"PACK values_count {count} but the node has {len(node.inputs)} inputs")
     t0 = ins[0]
     check_type(node, t0, PACK_TYPES.union(float_type_names()))
     check_same_type(node, t0, out_t)
@@ -326,6 +328,7 @@ def pack(node: NodeContext):
 def unpack(node: NodeContext):
     check_arity(node, 1, len(node.outputs))
     x_t = node.inputs[0]
+    assert x_t is not None  # check_arity refused missing inputs
     _check_outputs(node, x_t, UNPACK_TYPES)
     rank = len(x_t.shape)
     num = int(node.options.get("num", 0))

@@ -38,6 +38,15 @@ def _shape_check(node: NodeContext, rt, index: int, n_in: int, n_out: int, what:
                                f"outputs, the node needs {n_in} and {n_out}")
 
 
+def _input_shapes(node: NodeContext, start: int = 0) -> list[tuple[int, ...]]:
+    shapes = []
+    for i, t in enumerate(node.inputs[start:], start):
+        if t is None:
+            raise node.unsupported(f"input {i} is missing")
+        shapes.append(t.shape)
+    return shapes
+
+
 def _truth(value: np.ndarray, what: str) -> bool:
     if value.size != 1:
         raise AceleraError(f"{what} must be a single boolean, got shape {list(value.shape)}")
@@ -52,11 +61,12 @@ def if_(node: NodeContext):
     rt = _runtime(node)
     then_i, else_i = _subgraph(node, "then_subgraph_index"), _subgraph(node, "else_subgraph_index")
     n_in, n_out = len(node.inputs) - 1, len(node.outputs)
-    if n_in < 0 or node.input(0) is None or node.input(0).type_name != "BOOL":
+    cond_t = node.input(0)
+    if n_in < 0 or cond_t is None or cond_t.type_name != "BOOL":
         raise node.unsupported("the condition (input 0) must be a BOOL tensor")
     for index, what in ((then_i, "then"), (else_i, "else")):
         _shape_check(node, rt, index, n_in, n_out, what)
-        rt.callee(index, [t.shape for t in node.inputs[1:]])
+        rt.callee(index, _input_shapes(node, 1))
 
     def run(cond, *args):
         return tuple(rt.call(then_i if _truth(cond, "IF condition") else else_i, args))
@@ -73,7 +83,7 @@ def while_(node: NodeContext):
         raise node.unsupported(f"needs as many outputs as inputs ({n}), got {len(node.outputs)}")
     _shape_check(node, rt, cond_i, n, 1, "cond")
     _shape_check(node, rt, body_i, n, n, "body")
-    shapes = [t.shape for t in node.inputs]
+    shapes = _input_shapes(node)
     rt.callee(cond_i, shapes)
     rt.callee(body_i, shapes)
 
@@ -119,7 +129,7 @@ def stablehlo_composite(node: NodeContext):
     rt = _runtime(node)
     index = _subgraph(node, "decomposition_subgraph_index")
     _shape_check(node, rt, index, len(node.inputs), len(node.outputs), "decomposition")
-    rt.callee(index, [t.shape for t in node.inputs])
+    rt.callee(index, _input_shapes(node))
     return lambda *args: tuple(rt.call(index, args))
 
 
@@ -135,7 +145,7 @@ def stablehlo_case(node: NodeContext):
     for b in branches:
         rt.check_subgraph(b, "branch")
         _shape_check(node, rt, b, len(node.inputs) - 1, len(node.outputs), "branch")
-        rt.callee(b, [t.shape for t in node.inputs[1:]])
+        rt.callee(b, _input_shapes(node, 1))
 
     def run(index, *args):
         i = int(index.reshape(-1)[0])

@@ -23,6 +23,7 @@ _TYPES = ("INT32", "FLOAT32", "INT64")
 def cumsum(node: NodeContext) -> Kernel:
     check_arity(node, 2, 1)
     x_t, axis_t = node.inputs
+    assert x_t is not None and axis_t is not None  # check_arity refused missing inputs
     if x_t.type_name not in _TYPES + float_type_names():
         raise node.unsupported(f"input type {x_t.type_name} is not supported (INT32, FLOAT32, INT64)")
     if axis_t.type != _INT32:

@@ -121,6 +121,7 @@ def audio_spectrogram(node: NodeContext) -> Kernel:
     stride = _as_int32(opts.get("stride"))
     squared = _as_bool(opts.get("magnitude_squared"))
     x_t, out_t = node.inputs[0], node.outputs[0]
+    assert x_t is not None  # _io refused missing inputs
     if len(x_t.shape) != 2:
         raise node.unsupported(f"input must be [samples, channels], got shape {list(x_t.shape)}")
     if out_t.type_name != "FLOAT32" or x_t.type_name != "FLOAT32":
@@ -141,6 +142,7 @@ def audio_spectrogram(node: NodeContext) -> Kernel:
     def run(x: np.ndarray) -> np.ndarray:
         if frames == 0 or channels == 0:
             return np.zeros((channels, frames, bins), F32)
+        assert hann is not None  # made whenever there are frames
         starts = np.arange(frames) * stride
         seg = x.T.astype(np.float64)[:, starts[:, None] + np.arange(window)[None, :]]
         spec = np.fft.rfft(seg * hann, n=fft_len, axis=-1)
@@ -210,6 +212,7 @@ def mfcc(node: NodeContext) -> Kernel:
     channels = _as_int32(opts.get("filterbank_channel_count"))
     n_dct = _as_int32(opts.get("dct_coefficient_count"))
     wav_t, rate_t = node.inputs
+    assert wav_t is not None and rate_t is not None  # _io refused missing inputs
     out_t = node.outputs[0]
     if len(wav_t.shape) != 3:
         raise node.unsupported(f"the spectrogram must have rank 3, got shape {list(wav_t.shape)}")
@@ -275,6 +278,7 @@ def numeric_verify(node: NodeContext) -> Kernel:
     tolerance = F32(_as_float(opts.get("tolerance")))
     log_if_failed = _as_bool(opts.get("log_if_failed"))
     x_t, ref_t = node.inputs
+    assert x_t is not None and ref_t is not None  # _io refused missing inputs
     out_t = node.outputs[0]
     if x_t.type_name not in ("UINT8", "INT8", "INT16", "FLOAT16"):
         raise node.unsupported(f"input type {x_t.type_name} is not supported (UINT8, INT8, INT16, FLOAT16)")
@@ -349,6 +353,7 @@ def hadamard_rotation(node: NodeContext) -> Kernel:
     opts = _options(node)
     size = _as_int32(opts.get("hadamard_size"))
     x_t, out_t = node.inputs[0], node.outputs[0]
+    assert x_t is not None  # _io refused missing inputs
     if x_t.type_name not in ("FLOAT32", "INT32"):
         raise node.unsupported(f"input type {x_t.type_name} is not supported (FLOAT32, INT32)")
     if out_t.type_name not in ("FLOAT32", "INT32"):

@@ -38,7 +38,8 @@ def sparse_to_dense_map(dense_shape: tuple[int, ...], sp: Sparsity) -> np.ndarra
     total = len(order)
     if len(meta) != total:
         raise ModelError(f"sparsity has {len(meta)} dim_metadata entries for {total} traversal levels")
-    if sorted(order) != list(range(total)) or total != rank + len(block_map):
+    if (sorted(order) != list(range(total)) or total != rank + len(block_map)
+            or sorted(order[:rank]) != list(range(rank))):
         raise ModelError(f"invalid traversal_order {order} for rank {rank} with {len(block_map)} block dims")
     if any(not 0 <= b < rank for b in block_map):
         raise ModelError(f"invalid block_map {block_map} for rank {rank}")
@@ -87,7 +88,7 @@ def sparse_to_dense_map(dense_shape: tuple[int, ...], sp: Sparsity) -> np.ndarra
             raise ModelError(f"sparsity level {lv}: unknown dimension format {m.format}")
 
     n_leaves = prev.size
-    orig = [None] * rank
+    orig: list[np.ndarray] = [np.zeros(0, np.int64)] * rank  # each set below: order[:rank] permutes the dims
     for i in range(rank):
         orig[order[i]] = levels[i] if n_leaves else np.zeros(0, np.int64)
     for i in range(rank, total):
@@ -108,7 +109,7 @@ def sparse_to_dense_map(dense_shape: tuple[int, ...], sp: Sparsity) -> np.ndarra
 @register("DENSIFY", max_version=1, dtypes=_SUPPORTED)
 def densify(node: NodeContext):
     x, out = node.input(0), node.outputs[0]
-    if x is None or x.sparsity is None or not x.is_constant:
+    if x is None or x.sparsity is None or x.data is None:
         raise node.unsupported("input must be a constant sparse tensor")
     if x.type_name not in _SUPPORTED:
         raise node.unsupported(f"input type {x.type_name} is not supported")

@@ -29,6 +29,7 @@ _DUS_TYPES = SIZED + ("INT4",)
 def dynamic_update_slice(node: NodeContext) -> Kernel:
     check_arity(node, 3, 1)
     x_t, u_t, idx_t = node.inputs
+    assert x_t is not None and u_t is not None and idx_t is not None  # check_arity refused missing inputs
     rank = len(x_t.shape)
     if len(idx_t.shape) != 1 or idx_t.shape[0] != rank:
         raise node.unsupported(f"start indices of shape {list(idx_t.shape)} for an operand of rank {rank}")
@@ -59,6 +60,7 @@ def dynamic_update_slice(node: NodeContext) -> Kernel:
 def dilate(node: NodeContext) -> Kernel:
     check_arity(node, 3, 1)
     x_t, d_t, pad_t = node.inputs
+    assert x_t is not None and d_t is not None and pad_t is not None  # check_arity refused missing inputs
     rank = len(x_t.shape)
     if rank == 0:
         raise node.unsupported("input must have rank >= 1")

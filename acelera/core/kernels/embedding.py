@@ -68,6 +68,7 @@ def embedding_lookup(node: NodeContext) -> Kernel:
     if len(node.inputs) != 2 or len(node.outputs) != 1 or None in node.inputs:
         raise node.unsupported("takes lookup ids and a table and has one output")
     ids_t, table_t = node.inputs
+    assert ids_t is not None and table_t is not None  # refused above
     out_t = node.outputs[0]
     if len(ids_t.shape) != 1 or ids_t.type_name != "INT32":
         raise node.unsupported("lookup ids must be an INT32 vector")
@@ -132,6 +133,8 @@ def embedding_lookup_sparse(node: NodeContext) -> Kernel:
     if len(node.inputs) != 5 or len(node.outputs) != 1 or None in node.inputs:
         raise node.unsupported("takes ids, indices, dense_shape, weights and a table")
     ids_t, idx_t, shape_t, w_t, table_t = node.inputs
+    assert ids_t is not None and idx_t is not None and shape_t is not None and w_t is not None  # refused above
+    assert table_t is not None
     for t, rank, name in ((ids_t, 1, "ids"), (idx_t, 2, "indices"), (shape_t, 1, "dense_shape")):
         if len(t.shape) != rank or t.type_name != "INT32":
             raise node.unsupported(f"{name} must be a rank-{rank} INT32 tensor")
@@ -235,6 +238,7 @@ def hashtable_lookup(node: NodeContext) -> Kernel:
     if len(node.inputs) != 3 or len(node.outputs) != 2 or None in node.inputs:
         raise node.unsupported("takes lookups, keys and values and has two outputs")
     look_t, key_t, val_t = node.inputs
+    assert look_t is not None and key_t is not None and val_t is not None  # refused above
     out_t, hits_t = node.outputs
     if len(look_t.shape) != 1 or look_t.type_name != "INT32":
         raise node.unsupported("lookups must be an INT32 vector")
@@ -423,6 +427,7 @@ def lsh_projection(node: NodeContext) -> Kernel:
     if any(t is None for t in node.inputs):
         raise node.unsupported("an absent input is not allowed")
     hash_t, in_t = node.inputs[:2]
+    assert hash_t is not None and in_t is not None  # refused above
     w_t = node.input(2)
     if len(hash_t.shape) != 2 or hash_t.type_name != "FLOAT32":
         raise node.unsupported("hash seeds must be a rank-2 FLOAT32 tensor")

@@ -33,6 +33,7 @@ _TILE_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
 def gather(node: NodeContext):
     check_arity(node, 2, 1)
     params, positions = node.input(0), node.input(1)
+    assert params is not None and positions is not None  # check_arity refused missing inputs
     out_t = node.outputs[0]
     if params.type not in _GATHER_TYPES and params.type != _STRING:
         raise node.unsupported(f"input type {params.type_name} is not supported")
@@ -100,6 +101,7 @@ def gather(node: NodeContext):
 def tile(node: NodeContext):
     check_arity(node, 2, 1)
     x_t, m_t = node.input(0), node.input(1)
+    assert x_t is not None and m_t is not None  # check_arity refused missing inputs
     out_t = node.outputs[0]
     if x_t.type_name not in _TILE_NAMES:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")

@@ -54,6 +54,7 @@ def gather_nd(node: NodeContext) -> Kernel:
     if len(node.inputs) != 2 or len(node.outputs) != 1 or None in node.inputs:
         raise node.unsupported("takes params and indices and has one output")
     params, indices = node.inputs
+    assert params is not None and indices is not None  # refused above
     out_t = node.outputs[0]
     if params.type_name not in _GATHER_ND_PARAMS:
         raise node.unsupported(f"params of type {params.type_name} are not supported")
@@ -107,6 +108,7 @@ def scatter_nd(node: NodeContext) -> Kernel:
     if len(node.inputs) != 3 or len(node.outputs) != 1 or None in node.inputs:
         raise node.unsupported("takes indices, updates and shape and has one output")
     indices, updates, shape_t = node.inputs
+    assert indices is not None and updates is not None and shape_t is not None  # refused above
     out_t = node.outputs[0]
     if updates.type_name not in _SCATTER_ND_UPDATES:
         raise node.unsupported(f"updates of type {updates.type_name} are not supported")

@@ -19,9 +19,11 @@ EPSILON = np.float32(1e-6)
 @register("L2_NORMALIZATION", max_version=2, dtypes=("FLOAT32", "UINT8", "INT8"))
 def l2_normalization(node: NodeContext):
     x, y = node.inputs[0], node.outputs[0]
+    if x is None:
+        raise node.unsupported("input 0 is missing")
     if node.options.get("fused_activation_function", NONE) != NONE:
         raise node.unsupported("fused activations are not supported")
-    if x.dtype != y.dtype or (x.dtype not in (np.uint8, np.int8) and not is_float32(x)):
+    if x.dtype != y.dtype or (x.dtype not in (np.dtype(np.uint8), np.dtype(np.int8)) and not is_float32(x)):
         raise node.unsupported(f"input type {x.type_name} with output {y.type_name} is not supported")
     if is_float32(x):
         dt = x.dtype
@@ -37,7 +39,7 @@ def l2_normalization(node: NodeContext):
         raise node.unsupported(f"quantized output must have scale 1/128 and zero point {want_zp}")
     in_zp = scale_zp(x)[1]
 
-    def run(a):
+    def run_quantized(a):
         d = a.astype(np.int64) - in_zp
         acc = np.sum(d * d, axis=-1, keepdims=True)
         mult, shift = _inv_sqrt_multiplier_exp(acc)
@@ -46,4 +48,4 @@ def l2_normalization(node: NodeContext):
             return np.clip(out, 0, 255).astype(np.uint8)
         out = multiply_by_quantized_multiplier(d, mult, shift + 7)
         return np.clip(out, -128, 127).astype(np.int8)
-    return run
+    return run_quantized

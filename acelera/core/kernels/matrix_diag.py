@@ -20,6 +20,7 @@ _TYPES = ("FLOAT32", "INT64", "INT32", "INT16", "INT8", "UINT8")
 def matrix_diag(node: NodeContext) -> Kernel:
     check_arity(node, 1, 1)
     x_t = node.input(0)
+    assert x_t is not None  # check_arity refused missing inputs
     if len(x_t.shape) < 1:
         raise node.unsupported("input must have rank >= 1")
     if x_t.type_name not in _TYPES:
@@ -40,6 +41,7 @@ def matrix_diag(node: NodeContext) -> Kernel:
 def matrix_set_diag(node: NodeContext) -> Kernel:
     check_arity(node, 2, 1)
     x_t, d_t = node.inputs
+    assert x_t is not None and d_t is not None  # check_arity refused missing inputs
     if len(x_t.shape) < 2:
         raise node.unsupported("input must have rank >= 2")
     if x_t.type_name not in _TYPES:

@@ -101,11 +101,11 @@ class _Heap:
         return top
 
 
-def _cmin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _cmin(a: np.ndarray, b: np.ndarray | np.float32) -> np.ndarray:
     return np.where(b < a, b, a)  # std::min(a, b)
 
 
-def _cmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _cmax(a: np.ndarray, b: np.ndarray | np.float32) -> np.ndarray:
     return np.where(a < b, b, a)  # std::max(a, b)
 
 
@@ -125,14 +125,14 @@ def non_max_suppression(boxes: np.ndarray, scores: np.ndarray, max_out: int, iou
     """reference_ops::NonMaxSuppression: (selected indices, selected scores, count)."""
     boxes = np.asarray(boxes, _F32).reshape(-1, 4)
     scores = np.asarray(scores, _F32).reshape(-1)
-    iou_thr, score_thr = _F32(iou_thr), _F32(score_thr)
+    iou_f32, score_f32 = _F32(iou_thr), _F32(score_thr)
     y1, x1, y2, x2 = boxes.T
     lo_y, hi_y, lo_x, hi_x = _cmin(y1, y2), _cmax(y1, y2), _cmin(x1, x2), _cmax(x1, x2)
     area = (hi_y - lo_y) * (hi_x - lo_x)
     sel_idx: list[int] = []
     sel_score: list = []
     heap = _Heap()
-    for i in np.flatnonzero(scores > score_thr).tolist():
+    for i in np.flatnonzero(scores > score_f32).tolist():
         heap.push([scores[i], i, 0])
     n_out = min(len(heap), max_out)
     soft = sigma > 0
@@ -146,15 +146,15 @@ def non_max_suppression(boxes: np.ndarray, scores: np.ndarray, max_out: int, iou
             js = np.array(sel_idx[begin:][::-1], np.int64)
             ious = _ious(lo_y, hi_y, lo_x, hi_x, area, cand[1], js)
             if not soft:
-                hard = bool(np.any(ious >= iou_thr))
+                hard = bool(np.any(ious >= iou_f32))
             else:
                 score = cand[0]
                 for iou, decay in zip(ious, _expf(scale * ious * ious)):
-                    if iou >= iou_thr:
+                    if iou >= iou_f32:
                         hard = True
                         break
                     score = _F32(score * decay)
-                    if score <= score_thr:
+                    if score <= score_f32:
                         break
                 cand[0] = score
         cand[2] = len(sel_idx)
@@ -162,7 +162,7 @@ def non_max_suppression(boxes: np.ndarray, scores: np.ndarray, max_out: int, iou
             if cand[0] == original:
                 sel_idx.append(cand[1])
                 sel_score.append(cand[0])
-            if cand[0] > score_thr:
+            if cand[0] > score_f32:
                 heap.push(cand)
     return (np.array(sel_idx, np.int32), np.array(sel_score, _F32), len(sel_idx))
 
@@ -171,17 +171,18 @@ def _prepare(node: NodeContext) -> Kernel:
     n_in = len(node.inputs)
     if n_in not in (5, 6):
         raise node.unsupported(f"takes 5 or 6 inputs, got {n_in}")
-    if None in node.inputs:
+    ins = [t for t in node.inputs if t is not None]
+    if len(ins) != n_in:
         raise node.unsupported("an absent input is not allowed")
     soft = n_in == 6
-    boxes_t, scores_t, max_t, iou_t, thr_t = node.inputs[:5]
+    boxes_t, scores_t, max_t, iou_t, thr_t = ins[:5]
     if boxes_t.type_name != "FLOAT32" or len(boxes_t.shape) != 2 or boxes_t.shape[1] != 4:
         raise node.unsupported("boxes must be a FLOAT32 [num_boxes, 4] tensor")
     if scores_t.type_name != "FLOAT32" or tuple(scores_t.shape) != (boxes_t.shape[0],):
         raise node.unsupported("scores must be a FLOAT32 vector with one score per box")
     if max_t.type_name != "INT32" or max_t.shape != ():
         raise node.unsupported("max_output_size must be an INT32 scalar")
-    scalars = (iou_t, thr_t) + ((node.inputs[5],) if soft else ())
+    scalars = (iou_t, thr_t) + ((ins[5],) if soft else ())
     if any(t.type_name != "FLOAT32" or t.shape != () for t in scalars):
         raise node.unsupported("iou_threshold, score_threshold and sigma must be FLOAT32 scalars")
     want = ("INT32", "FLOAT32", "INT32") if soft else ("INT32", "INT32")

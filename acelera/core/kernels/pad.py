@@ -72,6 +72,7 @@ def _pad_prepare(node: NodeContext):
         raise node.unsupported(f"expects input, paddings and an optional constant value and 1 output, "
                                f"got {len(node.inputs)} inputs and {len(node.outputs)} outputs")
     x_t, pad_t = node.inputs[0], node.inputs[1]
+    assert x_t is not None and pad_t is not None  # refused above
     out_t = node.outputs[0]
     c_t = node.input(2)
     check_type(node, x_t, PAD_TYPES.union(float_type_names()))
@@ -159,6 +160,7 @@ class _MirrorPlan:
 def mirror_pad(node: NodeContext):
     check_arity(node, 2, 1)
     x_t, pad_t = node.inputs[0], node.inputs[1]
+    assert x_t is not None and pad_t is not None  # check_arity refused missing inputs
     out_t = node.outputs[0]
     check_type(node, x_t, SIZED_TYPES)
     check_same_type(node, x_t, out_t)

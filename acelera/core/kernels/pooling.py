@@ -14,6 +14,7 @@ when large windows tile the input without overlap, as in global pooling). While 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from acelera.core.kernels.common import (
     NONE,
@@ -121,6 +122,8 @@ def _prepare_pool(node: NodeContext, kind: str):
 
     geometry(tuple(x_t.shape))
 
+    op: np.ufunc
+    acc_dtype: DTypeLike
     if kind == "max":
         if is_float:
             pad_value = dtype.type(np.finfo(np.float32).min)  # float32's lowest, also in float64

@@ -93,6 +93,8 @@ def quantize(node: NodeContext):
             def run_quantize_packed(x):
                 return affine_quantize(x, scale4, zp4, dtype, bounds)
             return run_quantize_packed
+        scale: np.ndarray | np.float32
+        zp: np.ndarray | int
         if out.quantization.per_channel:
             axis = int(out.quantization.quantized_dimension)
             if not 0 <= axis < len(x.shape) or x.shape[axis] != out.quantization.scale.size:

@@ -197,7 +197,8 @@ def _prepare_random(node: NodeContext, fill) -> Kernel:
         raise ModelError(f"shape must be a 1-D tensor, got shape {list(shape_t.shape)}")
     if out_t.type != _FLOAT32:
         raise node.unsupported(f"output type {out_t.type_name} is not supported (FLOAT32 only)")
-    const_shape = _shape_of(node.const(0)) if node.const(0) is not None else None
+    shape_c = node.const(0)
+    const_shape = _shape_of(shape_c) if shape_c is not None else None
     declared = out_t.shape
     rng = Philox.from_options(node)
 
