@@ -68,6 +68,7 @@ class _QuantizedLstm:
         if len(node.outputs) != 1:
             raise node.unsupported(f"the full LSTM kernel has 1 output, got {len(node.outputs)}")
         inp = node.input(INPUT)
+        assert inp is not None  # lstm / unidirectional_sequence_lstm refused a missing input
         shape = tuple(inp.shape)
         if sequence:
             if len(shape) != 3:
@@ -84,6 +85,8 @@ class _QuantizedLstm:
         use_ln = n_in == 24 and node.input(LN_F) is not None
         self.spec = Spec(node, SEQ_LAYOUT, mode, shape[-1], n_batch, sequence=sequence, use_ln=use_ln)
         out = node.outputs[0]
+        self.cell: IntegerCell | FloatOrHybridCell
+        self.dtypes: tuple[type, type, type]
         if mode == "integer":
             check_type(node, out, ("INT8",), "output")
             self.cell = IntegerCell(node, self.spec, inp, out)
@@ -93,7 +96,7 @@ class _QuantizedLstm:
             self.cell = FloatOrHybridCell(node, self.spec)
             self.dtypes = (np.float32, np.float32, np.float32)
         self.out_shape = shape[:-1] + (self.spec.n_output,)
-        if mode == "integer" and self.cell.fast:
+        if isinstance(self.cell, IntegerCell) and self.cell.fast:  # mode == "integer"
             self.fast = IntegerSequence(self.cell, n_time, n_batch, self.time_major, self.out_shape)
 
     def __call__(self, *args):
@@ -128,9 +131,10 @@ def lstm(node: NodeContext):
         raise node.unsupported(f"unknown LSTM kernel type {kernel_type}")
     if kernel_type == 1:
         return basic_lstm(node)
-    if len(node.inputs) < 5 or node.input(INPUT) is None:
+    inp = node.input(INPUT)
+    if len(node.inputs) < 5 or inp is None:
         raise node.unsupported("the full LSTM kernel expects 20 or 24 inputs")
-    mode = _mode(node, node.input(INPUT), node.input(I2O))
+    mode = _mode(node, inp, node.input(I2O))
     if mode == "float":
         return FullLstm(node, sequence=False)
     return _QuantizedLstm(node, mode, sequence=False)
@@ -138,9 +142,10 @@ def lstm(node: NodeContext):
 
 @register("UNIDIRECTIONAL_SEQUENCE_LSTM", max_version=4, dtypes=("FLOAT32", "INT8"))
 def unidirectional_sequence_lstm(node: NodeContext):
-    if len(node.inputs) < 5 or node.input(INPUT) is None:
+    inp = node.input(INPUT)
+    if len(node.inputs) < 5 or inp is None:
         raise node.unsupported("the full LSTM kernel expects 20 or 24 inputs")
-    mode = _mode(node, node.input(INPUT), node.input(I2O))
+    mode = _mode(node, inp, node.input(I2O))
     if mode == "float":
         return FullLstm(node, sequence=True)
     return _QuantizedLstm(node, mode, sequence=True)
@@ -161,9 +166,11 @@ def bidirectional_sequence_lstm(node: NodeContext):
     if inp is None:
         raise node.unsupported("missing input")
     check_type(node, inp, ("FLOAT32",))
-    mode = _mode(node, inp, node.input(BIDI_FW.w[3]))
+    fw_out = node.input(BIDI_FW.w[3])
+    mode = _mode(node, inp, fw_out)
+    assert fw_out is not None  # _mode refused a missing one
     bw_out = node.input(BIDI_BW.w[3])
-    if bw_out is None or bw_out.type != node.input(BIDI_FW.w[3]).type:
+    if bw_out is None or bw_out.type != fw_out.type:
         raise node.unsupported("backward weights must have the forward weights' type")
     if len(inp.shape) != 3:
         raise node.unsupported(f"input must be 3-D, got shape {list(inp.shape)}")
@@ -171,6 +178,7 @@ def bidirectional_sequence_lstm(node: NodeContext):
     n_time, n_batch = (inp.shape[0], inp.shape[1]) if time_major else (inp.shape[1], inp.shape[0])
     n_input = inp.shape[2]
     aux = node.input(39)
+    assert BIDI_FW.aux_w is not None and BIDI_BW.aux_w is not None
     has_aux_w = any(node.input(i) is not None for i in BIDI_FW.aux_w[1:] + BIDI_BW.aux_w[1:])
     if has_aux_w and not all(node.input(i) is not None for i in BIDI_FW.aux_w[1:] + BIDI_BW.aux_w[1:]):
         raise node.unsupported("aux weights must be all present or all absent")

@@ -24,9 +24,9 @@ def basic_lstm(node: NodeContext):
     if len(node.inputs) != 5 or len(node.outputs) != 4:
         raise node.unsupported("the basic LSTM kernel expects 5 inputs and 4 outputs")
     x, prev_a, w, b, prev_s = node.inputs
-    if any(t is None for t in node.inputs):
+    if x is None or prev_a is None or w is None or b is None or prev_s is None:
         raise node.unsupported("the basic LSTM kernel has no optional inputs")
-    types = tuple(t.type_name for t in (*node.inputs, *node.outputs))
+    types = tuple(t.type_name for t in (x, prev_a, w, b, prev_s, *node.outputs))
     quantized = types == _BASIC_QUANT_TYPES
     if not quantized and any(t != "FLOAT32" for t in types):
         raise node.unsupported("the basic LSTM kernel takes all float32 tensors, or uint8 input/activation/"
@@ -77,8 +77,10 @@ def _basic_lstm_quantized(node: NodeContext, depth: int, write_back: tuple[bool,
     ok, log2 = checked_log2(scale_zp(state_out)[0])
     if not ok or 15 + log2 != 4:
         raise node.unsupported("the quantized basic LSTM needs a state scale of 2^-11 (4 integer bits)")
-    w_zp = scale_zp(node.input(2))[1]
-    accum = quantize_multiplier(4096 * float(np.float32(scale_zp(node.input(3))[0])))
+    w_t, b_t = node.input(2), node.input(3)
+    assert w_t is not None and b_t is not None  # basic_lstm refused missing inputs
+    w_zp = scale_zp(w_t)[1]
+    accum = quantize_multiplier(4096 * float(np.float32(scale_zp(b_t)[0])))
     sigmoid, tanh3 = table("logistic", 3), table("tanh", 3)
 
     def run(x, prev_a, w, b, prev_s):

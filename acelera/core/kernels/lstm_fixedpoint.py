@@ -49,7 +49,7 @@ def srmpot16(x: np.ndarray, e: int) -> np.ndarray:
 
 def _c16(value: int) -> int:
     """A gemmlowp constant given as a 32-bit raw value, in 16 bits (RescaleConstantInitializer)."""
-    return int(rdbpot(np.int64(value), 16))
+    return int(rdbpot(np.array(value, np.int64), 16))
 
 
 def _exp_on_quarter_interval(a: np.ndarray) -> np.ndarray:
@@ -60,7 +60,7 @@ def _exp_on_quarter_interval(a: np.ndarray) -> np.ndarray:
     x3 = srdhm16(x2, x)
     x4 = srdhm16(x2, x2)
     poly = srmpot16(wrap16(srdhm16(wrap16(srmpot16(x4, -2) + x3), third) + x2), -1)
-    return np.clip(const + srdhm16(np.int64(const), wrap16(x + poly)), -32768, 32767)
+    return np.clip(const + srdhm16(np.array(const, np.int64), wrap16(x + poly)), -32768, 32767)
 
 
 _EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535),
@@ -75,7 +75,7 @@ def _exp_on_negative_values(a: np.ndarray, int_bits: int) -> np.ndarray:
     remainder = wrap16(a_mod - a)
     for exponent, multiplier in _EXP_BARREL:
         if int_bits > exponent:
-            bit = int(wrap16(np.int64(1 << (frac + exponent))))
+            bit = int(wrap16(np.array(1 << (frac + exponent), np.int64)))
             result = np.where((remainder & bit) != 0, srdhm16(result, _c16(multiplier)), result)
     if int_bits > 5:
         result = np.where(a < _c16(-(1 << (36 - int_bits))), 0, result)

@@ -52,7 +52,7 @@ from acelera.core.kernels.lstm_spec import (
 from acelera.core.kernels.registry import NodeContext
 
 try:  # the clip ufunc itself: np.clip's Python wrapper costs a few microseconds per call
-    from numpy._core.umath import clip as clip_ufunc
+    from numpy._core.umath import clip as clip_ufunc  # type: ignore[attr-defined]  # not in numpy's stubs
 except ImportError:  # pragma: no cover - numpy < 2
     clip_ufunc = np.clip
 

@@ -38,15 +38,16 @@ class FloatOrHybridCell:
         self.spec = spec
         self.hybrid = spec.mode == "hybrid"
         L = spec.layout
-        idx = [L.w[GATES.index(g)] for g in spec.gates] + [L.r[GATES.index(g)] for g in spec.gates]
+        idx: list[int | None] = []
+        idx += [L.w[GATES.index(g)] for g in spec.gates] + [L.r[GATES.index(g)] for g in spec.gates]
         idx += [L.b[GATES.index(g)] for g in spec.gates]
         idx += [L.peep["ifo".index(g)] if spec.peephole and g != "c" and not (g == "i" and spec.cifg) else None
                 for g in spec.gates]
-        idx += [L.ln[GATES.index(g)] if spec.use_ln else None for g in spec.gates]
-        idx += [L.aux_w[GATES.index(g)] if spec.aux_size is not None else None for g in spec.gates]
+        idx += [L.ln[GATES.index(g)] if spec.use_ln and L.ln is not None else None for g in spec.gates]
+        idx += [L.aux_w[GATES.index(g)] if spec.aux_size is not None and L.aux_w is not None else None for g in spec.gates]
         idx += [L.proj_w, L.proj_b]
         self.indices = tuple(idx)
-        self.scales = tuple(scale_zp(node.input(i))[0] if i is not None and node.input(i) is not None else 0.0
+        self.scales = tuple(scale_zp(t)[0] if i is not None and (t := node.input(i)) is not None else 0.0
                             for i in idx)
         self.params = Cached(self._build)
 

@@ -22,7 +22,7 @@ from acelera.core.model import Tensor
 from acelera.core.quant import multiply_by_quantized_multiplier, quantize_multiplier
 
 try:  # the clip ufunc itself: np.clip's Python wrapper costs a few microseconds per call
-    from numpy._core.umath import clip as clip_ufunc
+    from numpy._core.umath import clip as clip_ufunc  # type: ignore[attr-defined]  # not in numpy's stubs
 except ImportError:  # pragma: no cover - numpy < 2
     clip_ufunc = np.clip
 
@@ -48,6 +48,7 @@ class IntegerCell:
         if len(inter) != 5:
             raise node.unsupported(f"the integer LSTM needs 5 intermediate tensors (8x8_16), got {len(inter)}")
         h_t, c_t = spec.tensor(node, "h"), spec.tensor(node, "c")
+        assert h_t is not None and c_t is not None  # Spec refused missing state tensors
         for t, what in ((c_t, "cell state"), (out, "output"), (inter[4], "intermediate 4")) + tuple(
                 (inter[k], f"intermediate {k}") for k in range(4) if spec.use_ln):
             if not t.quantized:
@@ -99,7 +100,7 @@ class IntegerCell:
         self.indices = tuple(L.w[gk[g]] for g in spec.gates) + tuple(L.r[gk[g]] for g in spec.gates) + tuple(
             L.b[gk[g]] for g in spec.gates) + tuple(
             L.peep["ifo".index(g)] if spec.peephole and g != "c" else None for g in spec.gates) + tuple(
-            L.ln[gk[g]] if spec.use_ln else None for g in spec.gates) + (L.proj_w, L.proj_b)
+            L.ln[gk[g]] if spec.use_ln and L.ln is not None else None for g in spec.gates) + (L.proj_w, L.proj_b)
         self.params = Cached(self._build)
         # IntegerSequence runs the cell when: no layer norm, peephole or projection; i * g shifts
         # right (cell scale >= 2^-29); the output multiplier does not shift left and its rounding
@@ -178,7 +179,7 @@ class IntegerCell:
         if self.cell_clip > 0:
             c_new = np.clip(c_new, -self.cell_clip, self.cell_clip)
         go = gate("o", c_new)
-        t = lookup(c_new, self.tanh_out) if self.tanh_in_range else gi
+        t = lookup(c_new, self.tanh_out) if self.tanh_out is not None else gi  # tanh_in_range
         prod = go * t
         if spec.use_proj:
             hidden = np.clip(multiply_by_quantized_multiplier(prod, *self.m_hidden) - self.hidden_zp, -128, 127)
@@ -227,7 +228,7 @@ class _ColumnProducts:
                                      for b, mj, ej in zip(bound, m, e))
         full = (rows, w.shape[1])
         if self.exact:
-            self.dtype = np.float64
+            self.dtype: type[np.generic] = np.float64
             scale = m.astype(np.float64) * np.exp2(-(31.0 + e))
             self.w = np.concatenate([w * scale, (bias * scale + np.exp2(-(32.0 + e)))[None]], 0)
             self.a = np.broadcast_to(0.5 + np.where(e > 0, np.exp2(-(1.0 + e)), 0.0) - np.exp2(-(32.0 + e)),
@@ -281,7 +282,7 @@ class IntegerSequence:
         L = spec.layout
         self.arg_idx = tuple(getattr(L, f)[GATES.index(g)] for f in ("w", "r", "b") for g in spec.gates)
         self.key: tuple | None = None
-        self.built = None
+        self.built: tuple | None = None
 
         def cols(values) -> np.ndarray:
             return np.repeat(np.asarray(values, np.int64), nc)
@@ -304,7 +305,9 @@ class IntegerSequence:
         self.c_lo = np.array(max(-32768, -cc) if cc > 0 else -32768, np.int64)
         self.c_hi = np.array(min(32767, cc) if cc > 0 else 32767, np.int64)
         k_h = (1 << 30) + ((1 << (30 + e_h)) if e_h else 0) + cell.hidden_zp * (1 << (31 + e_h))
+        self.tanh: np.ndarray | None
         if cell.tanh_in_range:
+            assert cell.tanh_out is not None
             sign = (1 << 31) if e_h else 0
             self.tanh, self.nk = _rolled(cell.tanh_out), _rolled(k_h - sign * (cell.tanh_out < 0))
         else:

@@ -117,10 +117,10 @@ class Spec:
                 if r.type != w_o.type:
                     raise node.unsupported("all weights must have the same type")
             self.diag[g] = diag
-        r_out = node.input(layout.r[3])
-        n_output = r_out.shape[0] if self.diag["o"] else r_out.shape[1]
+        n_output = r_o.shape[0] if self.diag["o"] else r_o.shape[1]
         for g in self.gates:
             r = node.input(layout.r[GATES.index(g)])
+            assert r is not None  # checked above
             if not self.diag[g] and r.shape[1] != n_output:
                 raise node.unsupported(f"recurrent weights of gate {g} must be [{n_cell}, {n_output}]")
         if any(self.diag.values()) and n_output != n_cell:
@@ -161,6 +161,7 @@ class Spec:
         if use_ln and mode == "integer" and n_cell == 0:
             raise node.unsupported("the integer layer norm divides by n_cell = 0")
         if use_ln:
+            assert layout.ln is not None  # only the sequence layout has layer norm inputs
             for g in GATES:
                 t = node.input(layout.ln[GATES.index(g)])
                 if g == "i" and self.cifg:
@@ -172,6 +173,7 @@ class Spec:
                 check_type(node, t, ("INT16",) if mode == "integer" else ("FLOAT32",), "layer norm coefficients")
         self.aux_size = aux_size
         if aux_size is not None:
+            assert layout.aux_w is not None  # only the bidirectional layouts have aux inputs
             for g in self.gates:
                 t = node.input(layout.aux_w[GATES.index(g)])
                 if t is None or tuple(t.shape) != (n_cell, aux_size):

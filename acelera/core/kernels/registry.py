@@ -136,7 +136,7 @@ def lookup(op: Operator) -> KernelSpec:
     """The kernel for an operator, or UnsupportedOpError saying why there is none."""
     _load_families()
     key = op.custom_code if op.op == CUSTOM else op.op
-    spec = _REGISTRY.get(key)
+    spec = _REGISTRY.get(key) if key is not None else None
     if spec is None:
         if _broken:
             broken = "; ".join(f"kernel module '{m}' failed to import: {e}" for m, e in _broken.items())

@@ -26,6 +26,7 @@ from acelera.core.dtypes import PACKED_BITS, TYPE_NAMES, numpy_dtype
 from acelera.core.errors import KernelError
 from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.registry import NodeContext, is_float32, register
+from acelera.core.model import Tensor
 
 _FLOAT32, _INT32, _UINT8, _INT16, _INT8, _INT4 = 0, 2, 3, 7, 9, 17
 # RESIZE_NEAREST_NEIGHBOR moves any 8/16/32-bit element (not int4)
@@ -35,7 +36,7 @@ _NEAREST_NAMES = tuple(n for c, n in sorted(TYPE_NAMES.items())
 _F32 = np.float32
 
 
-def _size_input(node: NodeContext) -> None:
+def _size_input(node: NodeContext) -> Tensor:
     check_arity(node, 2, 1)  # resize_bilinear.cc / resize_nearest_neighbor.cc Prepare
     x_t, size_t = node.inputs[0], node.inputs[1]
     assert x_t is not None and size_t is not None
@@ -47,6 +48,7 @@ def _size_input(node: NodeContext) -> None:
         raise node.unsupported(f"size of type {size_t.type_name} is not supported (int32 only)")
     if node.outputs[0].type != x_t.type:
         raise node.unsupported(f"output type {node.outputs[0].type_name} differs from input type {x_t.type_name}")
+    return x_t
 
 
 # --- bilinear ------------------------------------------------------------------------------
@@ -248,8 +250,7 @@ def _read_size(size: np.ndarray) -> tuple[int, int]:
 
 @register("RESIZE_BILINEAR", max_version=4, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 def resize_bilinear(node: NodeContext):
-    _size_input(node)
-    x_t = node.input(0)
+    x_t = _size_input(node)
     if x_t.type not in (_UINT8, _INT8, _INT16) and not is_float32(x_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     align = bool(node.options.get("align_corners", False))
@@ -306,8 +307,7 @@ def _nearest_index(in_size: int, out_size: int, align_corners: bool, half_pixel:
 
 @register("RESIZE_NEAREST_NEIGHBOR", max_version=4, dtypes=_NEAREST_NAMES)
 def resize_nearest_neighbor(node: NodeContext):
-    _size_input(node)
-    x_t = node.input(0)
+    x_t = _size_input(node)
     # LiteRT dispatches on the element size: any 8/16/32-bit type (not int4 or strings)
     if (x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4) or x_t.type in PACKED_BITS) \
             and not is_float32(x_t):

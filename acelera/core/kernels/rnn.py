@@ -197,7 +197,8 @@ class _Cell:
         wt = _require(node, w, "input weights")
         rt = _require(node, r, "recurrent weights")
         bt = _require(node, b, "bias")
-        others = [(rt, "recurrent weights")] + ([(node.input(aux_w), "aux weights")] if aux_w is not None else [])
+        at = _require(node, aux_w, "aux weights") if aux_w is not None else None
+        others = [(rt, "recurrent weights")] + ([(at, "aux weights")] if at is not None else [])
         for t, what in others:
             if t.type != wt.type:
                 raise node.unsupported(f"{what} type {t.type_name} differs from the input weights' {wt.type_name}")
@@ -206,7 +207,7 @@ class _Cell:
         _shape(node, bt, (units,), "bias")
         check_type(node, bt, ("FLOAT32",), "bias")
         self.units = units
-        self.scales = tuple(scale_zp(node.input(i))[0] if i is not None else 0.0 for i in (w, r, aux_w))
+        self.scales = tuple(scale_zp(t)[0] if t is not None else 0.0 for t in (wt, rt, at))
         self.weights = Cached(self._build)
 
     def _build(self, w, r, aux_w):
@@ -348,6 +349,7 @@ def bidirectional_sequence_rnn(node: NodeContext):
     has_aux_weights = fw_aux_w is not None
     aux_size = 0
     if has_aux_weights:
+        assert fw_aux_w is not None and bw_aux_w is not None
         if aux is None:
             raise node.unsupported("aux weights need an aux input")
         check_type(node, aux, ("FLOAT32",), "aux input")

@@ -69,6 +69,7 @@ _PAD_TYPES = _NUMERIC + ("BFLOAT16", "COMPLEX64", "COMPLEX128", "FLOAT8_E4M3FN",
 @register("STABLEHLO_PAD", max_version=1, dtypes=_PAD_TYPES)
 def stablehlo_pad(node: NodeContext):
     x_t, v_t = node.input(0), node.input(1)
+    assert x_t is not None, "missing operand"
     rank = len(x_t.shape)
     lo = tuple(int(v) for v in node.options.get("edge_padding_low", ()))
     hi = tuple(int(v) for v in node.options.get("edge_padding_high", ()))

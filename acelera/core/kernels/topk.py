@@ -30,6 +30,7 @@ def _descending_order(rows: np.ndarray) -> np.ndarray:
 def topk_v2(node: NodeContext) -> Kernel:
     check_arity(node, 2, 2)
     x_t, k_t = node.inputs
+    assert x_t is not None and k_t is not None  # check_arity refused missing inputs
     same_type_output(node, x_t, 0)
     if k_t.type not in (_INT32, _INT16):
         raise node.unsupported(f"k of type {k_t.type_name} is not supported (INT32 or INT16)")

@@ -22,6 +22,7 @@ returns what LiteRT's arithmetic gives for them.
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
 import numpy as np
 
@@ -231,11 +232,14 @@ def _half_io(node: NodeContext):
 
 @functools.cache
 def _half_unary_table(op: str, type_name: str) -> np.ndarray:
-    return table16({"FLOOR": np.floor, "ROUND": _round_to_nearest}[op], type_name)
+    fns: dict[str, Callable[[np.ndarray], np.ndarray]] = {"FLOOR": np.floor, "ROUND": _round_to_nearest}
+    return table16(fns[op], type_name)
 
 
 def _half_unary(node: NodeContext, op: str):
-    table = _half_unary_table(op, node.inputs[0].type_name)
+    x = node.inputs[0]
+    assert x is not None  # check_arity (_one_input) refused a missing input
+    table = _half_unary_table(op, x.type_name)
     return lambda a: lut_apply(a, table)
 
 
@@ -325,6 +329,7 @@ def round_(node: NodeContext):
     if _half_io(node) is not None:
         return _half_unary(node, "ROUND")
     x, y = node.inputs[0], node.outputs[0]
+    assert x is not None  # check_arity (_one_input) refused a missing input
     if x.dtype != np.float32 or y.dtype != np.float32:
         raise node.unsupported(f"input type {x.type_name} is not supported")
     return np.rint
