@@ -88,6 +88,76 @@ def test_one_input_ops_refuse_more_inputs(op, extra):
     assert "expects 1 inputs and 1 outputs" in str(e)
 
 
+# --- the activations split out of activations.py -------------------------------------------
+
+ACTIVATIONS = ["ELU", "LEAKY_RELU", "RELU", "RELU6", "RELU_0_TO_1", "RELU_N1_TO_1", "GELU", "HARD_SWISH",
+               "LOGISTIC", "TANH"]
+
+
+@pytest.mark.parametrize("op", ACTIVATIONS)
+@pytest.mark.parametrize("extra", ["constant", "input"])
+def test_activations_refuse_more_inputs(op, extra):
+    """Kinds ELU/GELU/HARD_SWISH/LEAKY_RELU/LOGISTIC/RELU/RELU6/RELU_0_TO_1/RELU_N1_TO_1/TANH:
+    TypeError "takes 1 positional argument but N were given" (a mutated opcode or input list
+    gave the activation more inputs than activations.cc's Prepare allows)."""
+    extras = {"constant": [Const(np.ones(4, F32))], "input": [In((4,))]}[extra]
+    model = single_op_model(op, [In((4,))] + extras, [Out((4,))])
+    e = allocate_refused(model, f"node 0 ({op})")
+    assert "expects 1 inputs and 1 outputs" in str(e)
+
+
+@pytest.mark.parametrize("op", ACTIVATIONS + ["PRELU"])
+def test_activations_refuse_a_node_without_outputs(op):
+    """Kinds RELU_0_TO_1/GELU: IndexError "tuple index out of range" (a mutated opcode made a
+    node without outputs an activation)."""
+    b = ModelBuilder()
+    x = b.add_input("x", (4,), np.float32)
+    ins = [x, b.add_constant("alpha", np.ones(4, F32))] if op == "PRELU" else [x]
+    b.add_operator(op, ins, [])
+    y = b.add_tensor("y", (4,), np.float32)
+    b.add_operator("RELU", [x], [y])
+    b.mark_outputs(y)
+    allocate_refused(b.build(), f"node 0 ({op})")
+
+
+def test_prelu_refuses_a_third_input():
+    """Kind PRELU: TypeError "run_q8c() takes 2 positional arguments but 3 were given"."""
+    model = single_op_model("PRELU", [In((4,)), Const(np.ones(4, F32)), In((4,))], [Out((4,))])
+    e = allocate_refused(model, "node 0 (PRELU)")
+    assert "expects 2 inputs and 1 outputs" in str(e)
+
+
+def test_prelu_refuses_an_alpha_that_does_not_broadcast():
+    """Kind PRELU: ValueError "shape mismatch: objects cannot be broadcast to a single shape"."""
+    model = single_op_model("PRELU", [In((1, 8, 8, 4)), Const(np.ones(2, F32))], [Out((1, 8, 8, 4))])
+    e = allocate_refused(model, "node 0 (PRELU)")
+    assert "does not broadcast" in str(e)
+
+
+@pytest.mark.parametrize("alpha", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.uint8, np.int16])
+def test_leaky_relu_with_a_non_finite_alpha_runs_as_litert(alpha, dtype):
+    """Kinds LEAKY_RELU: OverflowError "cannot convert float infinity to integer" / ValueError
+    "cannot convert float NaN to integer" (QuantizeMultiplier of alpha +-inf or NaN). LiteRT
+    computes x > 0 ? x : x * alpha in float, and its quantized multiplier comes out as 0 there
+    (the negative half maps to the output zero point)."""
+    from oracle import run_litert
+
+    if dtype == np.float32:
+        x, q_in, q_out = np.array([-2, -0.0, 0, 1.5, 3], F32), None, None
+    else:
+        zp = 0 if dtype == np.int16 else 7
+        x = np.array([0, 5, 7, 9, 100], dtype)
+        q_in, q_out = (0.1, zp), (0.05, zp // 2)
+    model = single_op_model("LEAKY_RELU", [In((5,), dtype, q_in)], [Out((5,), dtype, q_out)], alpha=alpha)
+    it = Interpreter(model_content=model, experimental_op_resolver_type=REF)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    got = it.get_tensor(it.get_output_details()[0]["index"])
+    np.testing.assert_array_equal(got, run_litert(model, [x])[0])
+
+
 # --- concatenation, split, pack, unpack -------------------------------------------------------
 
 def test_concatenation_refuses_mismatched_shapes():
@@ -222,6 +292,77 @@ def test_resizes_refuse_a_missing_size_input(op):
     allocate_refused(single_op_model(op, [In((1, 2, 2, 1))], [Out((1, 4, 4, 1))]), f"node 0 ({op})")
 
 
+# --- reshape, expand_dims, transpose, arg_max ---------------------------------------------------
+
+def test_reshape_to_another_element_count_fails_at_invoke():
+    """Kind RESHAPE: ValueError "cannot reshape [6] (6 elements) to [1, 1] (1 elements)" (the
+    shape tensor, a graph input, asked for another element count: reshape.cc's "total input size
+    != output size" check)."""
+    model = single_op_model("RESHAPE", [In((6,)), In((2,), np.int32)], [Out((2, 3))])
+    e = invoke_refused(model, [np.arange(6, dtype=F32), np.array([1, 1], np.int32)], "node 0 (RESHAPE)")
+    assert "[6] (6 elements) to [1, 1] (1 elements)" in str(e)
+
+
+def test_reshape_to_another_element_count_is_refused_at_allocate():
+    """Kind RESHAPE: ValueError at prepare (a constant new shape with another element count)."""
+    model = single_op_model("RESHAPE", [In((6,)), Const(np.array([4, 2], np.int32))], [Out((4, 2))])
+    e = allocate_refused(model, "node 0 (RESHAPE)")
+    assert "total input size != output size" in str(e)
+
+
+def test_reshape_refuses_an_absent_input():
+    """Kind RESHAPE: AttributeError "'NoneType' object has no attribute 'type_name'" (input 0
+    mutated to -1)."""
+    b = ModelBuilder()
+    x = b.add_input("x", (6,), np.float32)
+    r = b.add_tensor("r", (2, 3), np.float32)
+    b.add_operator("RESHAPE", [-1, b.add_constant("shape", np.array([2, 3], np.int32))], [r], new_shape=[2, 3])
+    y = b.add_tensor("y", (6,), np.float32)
+    b.add_operator("RELU", [x], [y])
+    b.mark_outputs(y, r)
+    allocate_refused(b.build(), "node 0 (RESHAPE)")
+
+
+@pytest.mark.parametrize("inputs", [
+    [In((2, 3)), Const(np.array([0, 1], np.int32))],  # ValueError "axis must have 1 element"
+    [In((2, 3))],  # a one-input node made an EXPAND_DIMS
+    [In((2, 3)), Const(np.array([0], np.int32)), In((1,))],
+])
+def test_expand_dims_checks_its_axis_input(inputs):
+    """Kinds EXPAND_DIMS: ValueError "axis must have 1 element, got 2" and AttributeError
+    "'NoneType' object has no attribute 'type_name'" (no axis input)."""
+    allocate_refused(single_op_model("EXPAND_DIMS", inputs, [Out((1, 2, 3))]), "node 0 (EXPAND_DIMS)")
+
+
+def test_expand_dims_with_a_runtime_axis_of_two_elements_is_refused():
+    """The shape pass already runs the dynamic axis check (on the placeholder axis)."""
+    model = single_op_model("EXPAND_DIMS", [In((2, 3)), In((2,), np.int32)], [Out((1, 2, 3))])
+    e = allocate_refused(model, "node 0 (EXPAND_DIMS)")
+    assert "axis must have 1 element, got 2" in str(e)
+
+
+@pytest.mark.parametrize("perm", [[-1, 16, 4], [0, 1, 3], [0, 1, 1], [0, 1]])
+def test_transpose_refuses_a_bad_constant_permutation(perm):
+    """Kind TRANSPOSE: ValueError "TRANSPOSE permutation [-1, 16, 4, 8] has 4 entries for rank 3"
+    / "... is not a permutation" (mutated permutation constants)."""
+    model = single_op_model("TRANSPOSE", [In((2, 3, 4)), Const(np.array(perm, np.int32))], [Out((4, 3, 2))])
+    allocate_refused(model, "node 0 (TRANSPOSE)")
+
+
+def test_transpose_with_a_bad_runtime_permutation_fails_at_invoke():
+    model = single_op_model("TRANSPOSE", [In((2, 3)), In((2,), np.int32)], [Out((3, 2))])
+    invoke_refused(model, [np.ones((2, 3), F32), np.array([0, 5], np.int32)], "node 0 (TRANSPOSE)")
+
+
+@pytest.mark.parametrize("op", ["TRANSPOSE", "ARG_MAX", "ARG_MIN"])
+def test_two_input_ops_refuse_one_input(op):
+    """Kinds TRANSPOSE: IndexError "tuple index out of range" and ARG_MAX: AttributeError
+    "'NoneType' object has no attribute 'type'" (a one-input node made a TRANSPOSE/ARG_MAX)."""
+    out = Out((2, 3)) if op == "TRANSPOSE" else Out((2,), np.int64)
+    e = allocate_refused(single_op_model(op, [In((2, 3))], [out]), f"node 0 ({op})")
+    assert "expects 2 inputs and 1 outputs" in str(e)
+
+
 # --- resources ----------------------------------------------------------------------------
 
 def _hashtable(find_inputs=None, find_out=np.int64, keys_dtype=np.bytes_, find_outputs=1, import_handle=True):
@@ -315,6 +456,16 @@ CAMPAIGN_CASES = [
     "hashtable_model:2163", "variable_model:4347",  # HASHTABLE_FIND x4, HASHTABLE_IMPORT, READ_VARIABLE
     "variable_model:2599@1",  # ASSIGN_VARIABLE (in a CALL_ONCE initializer)
     "misc_ops_c_int8:1090@2",  # RESIZE_NEAREST_NEIGHBOR
+    "sine_float:2565", "transformer_encoder_int8:334", "variable_model:1592@2",  # ELU, GELU x2
+    "lstm_tfkeras_float32:1016", "sine_float:8075", "gru_keras3_float32:352",  # HARD_SWISH, LOGISTIC, TANH
+    "sine_float:4655", "misc_ops_c_int8:6011", "misc_ops_c_int8:9108@1",  # LEAKY_RELU x3
+    "gru_keras3_float32:4228", "runtime_reshape_model:5338", "small_cnn_f32:9369",  # RELU, RELU6, RELU_N1_TO_1
+    "hashtable_model:4177", "runtime_reshape_model:4844",  # RELU_0_TO_1 x2
+    "hand_recrop_int8:821", "hand_recrop_int8:365",  # PRELU x2
+    "runtime_reshape_model:56", "where_gather_model:3646",  # RESHAPE x2
+    "runtime_reshape_model:778", "text_classifier_float32:8387",  # EXPAND_DIMS x2
+    "transformer_encoder_int8:7326", "face_detection_short_range:9885",  # TRANSPOSE x2
+    "hand_recrop_int8:6844",  # ARG_MAX
 ]
 
 

@@ -139,13 +139,14 @@ def _one_hot_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
 #: kernels allocate them for a broadcast kernels/binary_common.py's `blocked` cannot split into
 #: rows (e.g. (n, 1, c) with (1, m, 1)): the 8-bit lookup index, int16 fixed-point int64
 #: temporaries, the materialized operands of `blocked_into` (measured with tracemalloc,
-#: tests/test_memory_tiling.py). Broadcasts it does split (equal shapes, a single-element or
-#: trailing-dims operand) hold them for BROADCAST_BLOCK elements at a time, as do the ops in
-#: TILED_BROADCAST_OPS for every broadcast.
-_QUANT8 = {"INT8": 10, "UINT8": 10}
+#: tests/test_memory_tiling.py), with the block of the result that `blocked` and
+#: tiling.broadcast_tiles copy into the output. Broadcasts it does split (equal shapes, a
+#: single-element or trailing-dims operand) hold them for BROADCAST_BLOCK elements at a time, as
+#: do the ops in TILED_BROADCAST_OPS for every broadcast.
+_QUANT8 = {"INT8": 11, "UINT8": 11}
 ELEMENTWISE_BROADCAST: dict[str, dict[str, int]] = {
-    "ADD": {**_QUANT8, "INT16": 4}, "SUB": {**_QUANT8, "INT16": 4}, "MUL": {**_QUANT8, "INT16": 14},
-    "DIV": {**_QUANT8, "INT16": 54, "INT32": 5}, "SQUARED_DIFFERENCE": {"INT8": 10},
+    "ADD": {**_QUANT8, "INT16": 4}, "SUB": {**_QUANT8, "INT16": 4}, "MUL": {**_QUANT8, "INT16": 16},
+    "DIV": {**_QUANT8, "INT16": 56, "INT32": 10}, "SQUARED_DIFFERENCE": {"INT8": 11},
     "EQUAL": {**_QUANT8, "INT16": 4}, "NOT_EQUAL": {**_QUANT8, "INT16": 4}, "LESS": {**_QUANT8, "INT16": 4},
     "LESS_EQUAL": {**_QUANT8, "INT16": 4}, "GREATER": {**_QUANT8, "INT16": 4},
     "GREATER_EQUAL": {**_QUANT8, "INT16": 4},
@@ -155,10 +156,10 @@ ELEMENTWISE_WHOLE: dict[str, dict[str, int]] = {
     "POW": {"INT32": 24}, "FLOOR_DIV": {"FLOAT32": 16, "INT8": 4, "INT16": 4, "INT32": 8},
     "FLOOR_MOD": {"FLOAT32": 12}, "MUL": {"COMPLEX64": 24},
 }
-#: ops whose kernels run every broadcast through kernels/tiling.broadcast_tiles(_into) (none yet:
-#: binary_common.py's `blocked` / `blocked_into` are to call them for the broadcasts they cannot
-#: split into rows)
-TILED_BROADCAST_OPS: frozenset[str] = frozenset()
+#: ops whose kernels run every broadcast through kernels/tiling.broadcast_tiles(_into): the
+#: element-wise ops above, whose binary_common.py `blocked` / `blocked_into` call them for the
+#: broadcasts they cannot split into rows
+TILED_BROADCAST_OPS: frozenset[str] = frozenset(ELEMENTWISE_BROADCAST)
 
 
 def _splits_into_rows(xs: tuple, ys: tuple, out: tuple) -> bool:

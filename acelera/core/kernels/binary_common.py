@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from acelera.core.errors import ModelError
+from acelera.core.kernels import tiling
 from acelera.core.kernels.common import RELU, RELU6, RELU_N1_TO_1, domain, float_activation_bounds
 from acelera.core.kernels.float_formats import ALIASED_TYPES
 from acelera.core.kernels.registry import NodeContext, float_type_names
@@ -273,17 +274,18 @@ def blocked(fn: BinaryFn, out_dtype) -> BinaryFn:
     The fixed-point kernels create several int64 temporaries per element; on whole large
     tensors these miss the caches and (for multi-MB arrays) pay page faults on every run.
     Same shapes, a single-element operand and a trailing-dims operand (e.g. per-channel) are
-    blocked; other broadcasts run in one piece.
+    blocked into rows; other broadcasts run in tiles of the output (tiling.broadcast_tiles).
     """
     out_dtype = np.dtype(out_dtype)
+    tiled = tiling.broadcast_tiles(fn, out_dtype)
 
     def run(x, y):
         if x.size <= BLOCK and y.size <= BLOCK:
-            return fn(x, y)
+            return tiled(x, y)
         shape = np.broadcast_shapes(x.shape, y.shape)
         inner = _block_inner(x.shape, y.shape, shape)
         if inner is None:
-            return fn(x, y)
+            return tiled(x, y)
         out = np.empty(shape, out_dtype)
         o2 = out.reshape(-1, inner)
         x2 = x.reshape(-1, inner) if x.size == out.size else x.reshape(1, -1)
@@ -314,16 +316,16 @@ class Scratch:
 def blocked_into(fn: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], out_dtype) -> BinaryFn:
     """Like `blocked`, for fn(x, y, out) writing its block of the result into `out`."""
     out_dtype = np.dtype(out_dtype)
+    tiled = tiling.broadcast_tiles_into(fn, out_dtype)
 
     def run(x, y):
         shape = np.broadcast_shapes(x.shape, y.shape)
-        out = np.empty(shape, out_dtype)
-        if out.size == 0:
-            return out
+        if math.prod(shape) == 0:
+            return np.empty(shape, out_dtype)
         inner = _block_inner(x.shape, y.shape, shape)
-        if inner is None:  # general broadcast: materialize both operands
-            x, y = np.broadcast_to(x, shape).reshape(-1), np.broadcast_to(y, shape).reshape(-1)
-            inner = 1
+        if inner is None:
+            return tiled(x, y)
+        out = np.empty(shape, out_dtype)
         o2 = out.reshape(-1, inner)
         x2 = x.reshape(-1, inner) if x.size == out.size else x.reshape(1, -1)
         y2 = y.reshape(-1, inner) if y.size == out.size else y.reshape(1, -1)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from acelera.core.errors import KernelError
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.float_formats import bf16_to_f32, f8_to_f32, f32_to_bf16, f32_to_f8, f32_to_f16
 from acelera.core.kernels.registry import NodeContext, register
 
@@ -175,6 +176,7 @@ _ARG_TYPES = ("FLOAT32", "UINT8", "INT8", "INT32", "BOOL")
 
 
 def _arg_min_max(node: NodeContext, is_max: bool):
+    check_arity(node, 2, 1)
     x_t, axis_t = node.input(0), node.input(1)
     out_t = node.outputs[0]
     if x_t.type_name not in _ARG_TYPES:

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 from acelera.core.kernels.unary_common import (
     F32,
@@ -94,6 +95,7 @@ def _gelu_half_table(approximate: bool) -> np.ndarray:
 @register("GELU", max_version=3, dtypes=("FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def gelu(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     x, y = unary_io(node, (np.float32, np.float16, np.uint8, np.int8, np.int16))
     approximate = bool(node.options.get("approximate", False))
     if x.dtype == np.float16:

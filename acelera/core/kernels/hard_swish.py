@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import domain
 from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 from acelera.core.kernels.unary_common import (
@@ -65,6 +66,7 @@ def _downscale_to_int16(m: int) -> int:
 @register("HARD_SWISH", max_version=1, dtypes=("FLOAT32", "UINT8", "INT8"))
 @ndarray_kernel
 def hard_swish(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     x, y = unary_io(node, (np.float32, np.uint8, np.int8))
     if is_float32(x):
         ft = x.dtype.type

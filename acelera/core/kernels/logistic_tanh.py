@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import domain
 from acelera.core.kernels.float_formats import table16
 from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
@@ -157,6 +158,7 @@ def _half_kernel(node: NodeContext, op: str) -> Kernel | None:
 @register("LOGISTIC", max_version=3, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def logistic(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     half = _half_kernel(node, "LOGISTIC")
     if half is not None:
         return half
@@ -188,6 +190,7 @@ def logistic(node: NodeContext) -> Kernel:
 @register("TANH", max_version=3, dtypes=("FLOAT32", "FLOAT16", "BFLOAT16", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def tanh(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     half = _half_kernel(node, "TANH")
     if half is not None:
         return half

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import domain
 from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 from acelera.core.kernels.unary_common import (
@@ -57,37 +58,52 @@ def _relu_like(node: NodeContext, lo: float, hi: float, allowed: tuple) -> Kerne
 @register("RELU", max_version=3, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def relu(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     return _relu_like(node, 0.0, math.inf, (np.float32, np.uint8, np.int8, np.int16))
 
 
 @register("RELU6", max_version=3, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def relu6(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     return _relu_like(node, 0.0, 6.0, (np.float32, np.uint8, np.int8, np.int16))
 
 
 @register("RELU_N1_TO_1", max_version=1, dtypes=("FLOAT32", "UINT8", "INT8"))
 @ndarray_kernel
 def relu_n1_to_1(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     return _relu_like(node, -1.0, 1.0, (np.float32, np.uint8, np.int8))
 
 
 @register("RELU_0_TO_1", max_version=1, dtypes=("FLOAT32", "UINT8", "INT8"))
 @ndarray_kernel
 def relu_0_to_1(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     return _relu_like(node, 0.0, 1.0, (np.float32, np.uint8, np.int8))
 
 
 # --- LEAKY_RELU ------------------------------------------------------------------------
 
+def _leaky_multiplier(m) -> tuple[int, int]:
+    """QuantizeMultiplier as LeakyReluPrepare gets it: an infinite or NaN multiplier (alpha +-inf
+    or NaN) goes through frexp and an int64 cast to a multiplier of 0 in LiteRT's build."""
+    if not np.isfinite(m):
+        return 0, 0
+    return quantize_multiplier(float(m))
+
+
 @register("LEAKY_RELU", max_version=2, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def leaky_relu(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     alpha = F32(node.options.get("alpha", 0.0))
     if is_float32(x):
         # `x > 0 ? x : x * alpha`, branch-free: for 0 <= alpha <= 1 it is max(x, alpha x),
         # for alpha > 1 min(x, alpha x); otherwise split into the two signed parts.
+        if not np.isfinite(alpha):
+            return float_kernel(lambda a: np.where(a > 0, a, a * alpha))
         if 0 <= alpha <= 1:
             return float_kernel(lambda a: np.maximum(a, a * alpha))
         if alpha > 1:
@@ -97,8 +113,8 @@ def leaky_relu(node: NodeContext) -> Kernel:
     if x.dtype == np.int16 and (in_zp != 0 or out_zp != 0):
         raise node.unsupported("int16 LEAKY_RELU needs zero points of 0")
     with np.errstate(all="ignore"):
-        m_alpha, s_alpha = quantize_multiplier(float(F32(in_s) * alpha / F32(out_s)))
-        m_id, s_id = quantize_multiplier(float(F32(in_s) / F32(out_s)))
+        m_alpha, s_alpha = _leaky_multiplier(F32(in_s) * alpha / F32(out_s))
+        m_id, s_id = _leaky_multiplier(F32(in_s) / F32(out_s))
     v = domain(x.dtype) - in_zp
     pos = multiply_by_quantized_multiplier(v, m_id, s_id)
     neg = multiply_by_quantized_multiplier(v, abs(m_alpha), s_alpha)
@@ -121,14 +137,20 @@ def _prelu_float(a: np.ndarray, alpha) -> np.ndarray:
 @register("PRELU", max_version=1, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 @ndarray_kernel
 def prelu(node: NodeContext) -> Kernel:
+    check_arity(node, 2, 1)
     x, alpha_t, y = node.input(0), node.input(1), node.outputs[0]
     if x is None or alpha_t is None:
         raise node.unsupported("PRELU needs an input and an alpha tensor")
     if not is_float32(x) and x.type_name not in ("UINT8", "INT8", "INT16"):
         raise node.unsupported(f"PRELU does not take {x.type_name}")
     check_same_type(node, x, y)
-    if np.broadcast_shapes(x.shape, alpha_t.shape) != tuple(x.shape):
-        raise node.unsupported(f"alpha shape {alpha_t.shape} does not broadcast to input shape {x.shape}")
+    try:
+        fits = np.broadcast_shapes(x.shape, alpha_t.shape) == tuple(x.shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise node.unsupported(f"alpha shape {list(alpha_t.shape)} does not broadcast to input shape "
+                               f"{list(x.shape)}")
     const_alpha = node.const(1)
     if is_float32(x):
         if alpha_t.dtype != x.dtype:
@@ -206,6 +228,7 @@ def _elu_transform(v):
 @register("ELU", max_version=1, dtypes=("FLOAT32", "INT8"))
 @ndarray_kernel
 def elu(node: NodeContext) -> Kernel:
+    check_arity(node, 1, 1)
     x, y = unary_io(node, (np.float32, np.int8))
     if is_float32(x):
         def run(a):

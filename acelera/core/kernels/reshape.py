@@ -14,6 +14,8 @@ from typing import Iterable
 import numpy as np
 
 from acelera.core.dtypes import TYPE_NAMES
+from acelera.core.errors import KernelError
+from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import check_same_type, check_type
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
@@ -107,7 +109,8 @@ def _num(shape: Iterable[int]) -> int:
 # --- RESHAPE ------------------------------------------------------------------------------
 
 def resolve_reshape(in_shape: tuple[int, ...], requested: Iterable[int]) -> tuple[int, ...]:
-    """LiteRT's ResolveOutputShape: at most one -1, other dims >= 0, element counts equal."""
+    """LiteRT's ResolveOutputShape: at most one -1, other dims >= 0, element counts equal
+    (a KernelError otherwise, at prepare or at invoke)."""
     out = [int(d) for d in requested]
     n_in = _num(in_shape)
     nz_in = _num(d for d in in_shape if d != 0)
@@ -116,11 +119,11 @@ def resolve_reshape(in_shape: tuple[int, ...], requested: Iterable[int]) -> tupl
     for i, d in enumerate(out):
         if d == -1:
             if stretch != -1:
-                raise ValueError(f"new shape {out} has more than one -1")
+                raise KernelError(f"new shape {out} has more than one -1")
             stretch = i
             continue
         if d < 0:
-            raise ValueError(f"new shape {out} has a negative dimension")
+            raise KernelError(f"new shape {out} has a negative dimension")
         if d:
             nz_out *= d
         n_out *= d
@@ -128,14 +131,19 @@ def resolve_reshape(in_shape: tuple[int, ...], requested: Iterable[int]) -> tupl
         out[stretch] = 0 if (n_in == 0 and n_out != 0) else nz_in // nz_out
         n_out *= out[stretch]
     if n_in != n_out:
-        raise ValueError(f"cannot reshape {list(in_shape)} ({n_in} elements) to {out} ({n_out} elements)")
+        raise KernelError(f"total input size != output size: cannot reshape {list(in_shape)} ({n_in} elements) "
+                          f"to {out} ({n_out} elements)")
     return tuple(out)
 
 
 @register("RESHAPE", max_version=1, dtypes=tuple(sorted(ANY_TYPES)))
 def reshape(node: NodeContext):
+    if len(node.inputs) not in (1, 2) or len(node.outputs) != 1:
+        raise node.unsupported(f"expects 1 or 2 inputs and 1 output, got {len(node.inputs)} and {len(node.outputs)}")
     x_t = node.inputs[0]
     out_t = node.outputs[0]
+    if x_t is None:
+        raise node.unsupported("input 0 is missing")
     check_type(node, x_t, ANY_TYPES)
     check_same_type(node, x_t, out_t)
     shape_t = node.input(1)
@@ -163,7 +171,7 @@ def _dynamic_reshape(node: NodeContext):
     def run(x, shape):
         try:
             return x.reshape(resolve_reshape(x.shape, shape.tolist()))
-        except ValueError:
+        except KernelError:
             if is_placeholder(shape) and _num(declared) == x.size:
                 return x.reshape(declared)
             raise
@@ -175,14 +183,14 @@ def _dynamic_reshape(node: NodeContext):
 def squeeze_shape(in_shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
     rank = len(in_shape)
     if rank > 8:
-        raise ValueError(f"SQUEEZE supports up to 8 dimensions, got {rank}")
+        raise KernelError(f"SQUEEZE supports up to 8 dimensions, got {rank}")
     if not dims:
         return tuple(d for d in in_shape if d != 1)
     drop = set()
     for d in dims:
         a = d + rank if d < 0 else d
         if not (0 <= a < rank and in_shape[a] == 1):
-            raise ValueError(f"cannot squeeze dimension {d} of shape {list(in_shape)}")
+            raise KernelError(f"cannot squeeze dimension {d} of shape {list(in_shape)}")
         drop.add(a)
     return tuple(s for i, s in enumerate(in_shape) if i not in drop)
 
@@ -207,12 +215,13 @@ def expand_shape(in_shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
     rank = len(in_shape)
     a = axis + rank + 1 if axis < 0 else axis
     if not 0 <= a <= rank:
-        raise ValueError(f"EXPAND_DIMS axis {axis} is out of range for rank {rank}")
+        raise KernelError(f"EXPAND_DIMS axis {axis} is out of range for rank {rank}")
     return in_shape[:a] + (1,) + in_shape[a:]
 
 
 @register("EXPAND_DIMS", max_version=1, dtypes=tuple(sorted(ANY_TYPES)))
 def expand_dims(node: NodeContext):
+    check_arity(node, 2, 1)
     x_t, axis_t = node.inputs[0], node.inputs[1]
     out_t = node.outputs[0]
     check_type(node, x_t, ANY_TYPES)
@@ -224,7 +233,7 @@ def expand_dims(node: NodeContext):
         raise node.unsupported("int16 input needs zero point 0")
     if axis_t.data is not None:
         if axis_t.data.size != 1:
-            raise ValueError(f"axis must have 1 element, got {axis_t.data.size}")
+            raise node.unsupported(f"axis must have 1 element, got {axis_t.data.size}")
         axis = int(axis_t.data.reshape(-1)[0])
         in_shape = x_t.shape
         out_shape = expand_shape(in_shape, axis)
@@ -235,6 +244,6 @@ def expand_dims(node: NodeContext):
 
     def run_dynamic(x, axis_v):
         if axis_v.size != 1:
-            raise ValueError(f"axis must have 1 element, got {axis_v.size}")
+            raise KernelError(f"axis must have 1 element, got {axis_v.size}")
         return x.reshape(expand_shape(x.shape, int(axis_v.reshape(-1)[0])))
     return run_dynamic
