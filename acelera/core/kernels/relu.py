@@ -46,9 +46,9 @@ def _relu_like(node: NodeContext, lo: float, hi: float, allowed: tuple) -> Kerne
     info = np.iinfo(x.dtype)
     with np.errstate(all="ignore"):
         mult, shift = quantize_multiplier(float(F32(in_s) / F32(out_s)))
-        qmin = max(int(info.min), out_zp + int(cvt_f2i32(round_half_away(F32(lo) / F32(out_s)))))
+        qmin = max(int(info.min), out_zp + int(cvt_f2i32(round_half_away(np.asarray(F32(lo) / F32(out_s))))))
         qmax = int(info.max) if hi == math.inf else min(
-            int(info.max), out_zp + int(cvt_f2i32(round_half_away(F32(hi) / F32(out_s)))))
+            int(info.max), out_zp + int(cvt_f2i32(round_half_away(np.asarray(F32(hi) / F32(out_s))))))
     v = domain(x.dtype)
     out = out_zp + multiply_by_quantized_multiplier(v - in_zp, mult, shift)
     table = np.minimum(np.maximum(out, qmin), qmax).astype(x.dtype)

@@ -198,6 +198,8 @@ def squeeze_shape(in_shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int
 @register("SQUEEZE", max_version=2, dtypes=tuple(sorted(ANY_TYPES)))
 def squeeze(node: NodeContext):
     x_t = node.inputs[0]
+    if x_t is None:
+        raise node.unsupported("input 0 is missing")
     check_type(node, x_t, ANY_TYPES)
     check_same_type(node, x_t, node.outputs[0])
     dims = tuple(int(d) for d in node.options.get("squeeze_dims", ()) or ())
@@ -223,6 +225,7 @@ def expand_shape(in_shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
 def expand_dims(node: NodeContext):
     check_arity(node, 2, 1)
     x_t, axis_t = node.inputs[0], node.inputs[1]
+    assert x_t is not None and axis_t is not None  # check_arity refused missing inputs
     out_t = node.outputs[0]
     check_type(node, x_t, ANY_TYPES)
     check_same_type(node, x_t, out_t)

@@ -15,22 +15,25 @@ import numpy as np
 
 from acelera.core.errors import KernelError
 from acelera.core.kernels.registry import Kernel, NodeContext, in_shape_pass, register
-from acelera.core.model import MAX_TENSOR_BYTES
+from acelera.core.model import MAX_TENSOR_BYTES, Tensor
 
 _DATA_TYPES = ("FLOAT32", "INT32")
 
 
-def _check_types(node: NodeContext, n_inputs: int) -> None:
-    if len(node.inputs) != n_inputs or len(node.outputs) != 1 or None in node.inputs:
+def _check_types(node: NodeContext, n_inputs: int) -> tuple[Tensor, ...]:
+    """The node's inputs, all present, after LiteRT's type checks."""
+    inputs = tuple(t for t in node.inputs if t is not None)
+    if len(node.inputs) != n_inputs or len(node.outputs) != 1 or len(inputs) != n_inputs:
         raise node.unsupported(f"takes {n_inputs} inputs and has one output")
-    data = node.inputs[0]
+    data = inputs[0]
     if data.type_name not in _DATA_TYPES:
         raise node.unsupported(f"data of type {data.type_name} is not supported")
-    for t in node.inputs[1:]:
+    for t in inputs[1:]:
         if t.type_name != "INT32":
             raise node.unsupported(f"segment ids and counts must be INT32, got {t.type_name}")
     if node.outputs[0].type != data.type:
         raise node.unsupported(f"output type {node.outputs[0].type_name} differs from data type {data.type_name}")
+    return inputs
 
 
 def _allocate(shape: tuple[int, ...], dtype: np.dtype, init) -> np.ndarray:
@@ -81,8 +84,7 @@ def _signed_zeros(seg: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> None:
 
 @register("SEGMENT_SUM", max_version=1, dtypes=_DATA_TYPES)
 def segment_sum(node: NodeContext) -> Kernel:
-    _check_types(node, 2)
-    data_t, ids_t = node.inputs
+    data_t, ids_t = _check_types(node, 2)
     if len(data_t.shape) < 1:
         raise node.unsupported("data must have rank >= 1")
     if len(ids_t.shape) != 1 or ids_t.shape[0] != data_t.shape[0]:
@@ -116,8 +118,7 @@ def segment_sum(node: NodeContext) -> Kernel:
 
 
 def _unsorted(node: NodeContext, kind: str) -> Kernel:
-    _check_types(node, 3)
-    data_t, ids_t, num_t = node.inputs
+    data_t, ids_t, num_t = _check_types(node, 3)
     r = len(ids_t.shape)
     if r > len(data_t.shape) or tuple(data_t.shape[:r]) != tuple(ids_t.shape):
         raise node.unsupported(f"segment ids of shape {list(ids_t.shape)} are not a prefix of data shape "
@@ -133,8 +134,8 @@ def _unsorted(node: NodeContext, kind: str) -> Kernel:
         info = np.finfo(dtype)
         init = info.min if kind == "max" else info.max
     else:
-        info = np.iinfo(dtype)
-        init = info.min if kind == "max" else info.max
+        iinfo = np.iinfo(dtype)
+        init = iinfo.min if kind == "max" else iinfo.max
 
     def num_segments(ids: np.ndarray, num: np.ndarray) -> int:
         n = int(num.reshape(-1)[0])

@@ -31,6 +31,7 @@ def _depth_op_block_size(node: NodeContext) -> int:
     """Shared Prepare checks of DEPTH_TO_SPACE / SPACE_TO_DEPTH; returns the block size."""
     check_arity(node, 1, 1)
     x_t, out_t = node.input(0), node.outputs[0]
+    assert x_t is not None  # check_arity refused missing inputs
     if out_t.type not in _DEPTH_TYPES and not is_float32(out_t):
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     check_same_type(node, x_t, out_t)
@@ -75,6 +76,7 @@ def _check_batch_space_op(node: NodeContext, what: str) -> None:
     """Shared Prepare checks of SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND."""
     check_arity(node, 3, 1)
     x_t, blk_t, pad_t = node.input(0), node.input(1), node.input(2)
+    assert x_t is not None and blk_t is not None and pad_t is not None  # check_arity refused missing inputs
     out_t = node.outputs[0]
     # LiteRT dispatches on the element size: any 8/16/32/64-bit type (not int4 or strings)
     if x_t.dtype == np.object_ or x_t.dtype.itemsize not in (1, 2, 4, 8) or x_t.type in PACKED_BITS:
@@ -120,6 +122,7 @@ def _dynamic_placeholder(x: np.ndarray, block: np.ndarray, pads: np.ndarray):
 def space_to_batch_nd(node: NodeContext):
     _check_batch_space_op(node, "paddings")
     x_t, out_t = node.input(0), node.outputs[0]
+    assert x_t is not None  # _check_batch_space_op refused missing inputs
     pad_value = 0
     if x_t.dtype.itemsize in (1, 2) and out_t.quantized:
         # memset(out, zero_point, bytes): every byte is the zero point's low byte (int16 zero

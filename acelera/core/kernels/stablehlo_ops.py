@@ -58,10 +58,13 @@ def _distinct_in(node: NodeContext, values: Sequence[int], bound: int, what: str
         raise node.unsupported(f"{what} {list(values)} must be distinct dimensions in [0, {bound})")
 
 
-def _io(node: NodeContext, n_in: int, n_out: int) -> None:
-    if len(node.inputs) != n_in or len(node.outputs) != n_out or any(t is None for t in node.inputs):
+def _io(node: NodeContext, n_in: int, n_out: int) -> tuple[_model.Tensor, ...]:
+    """The node's inputs, after checking their and the outputs' count and that none is missing."""
+    inputs = tuple(t for t in node.inputs if t is not None)
+    if len(node.inputs) != n_in or len(node.outputs) != n_out or len(inputs) != n_in:
         raise node.unsupported(f"takes {n_in} inputs and {n_out} outputs, got {len(node.inputs)} and "
                                f"{len(node.outputs)}")
+    return inputs
 
 
 def _index_vectors(idx: np.ndarray, ivd: int) -> np.ndarray:
@@ -83,8 +86,7 @@ def _strides(shape: Sequence[int]) -> np.ndarray:
 
 @register("STABLEHLO_GATHER", max_version=1, dtypes=_GATHER_TYPES)
 def stablehlo_gather(node: NodeContext) -> Kernel:
-    _io(node, 2, 1)
-    op_t, idx_t = node.inputs
+    op_t, idx_t = _io(node, 2, 1)
     out_t = node.outputs[0]
     if idx_t.type_name not in _INDEX_TYPES:
         raise node.unsupported(f"start indices of type {idx_t.type_name} are not supported (INT32, INT64)")
@@ -212,8 +214,7 @@ def _first_extreme(flat_out: np.ndarray, targets: np.ndarray, vals: np.ndarray, 
 
 @register("STABLEHLO_SCATTER", max_version=1, dtypes=_SCATTER_TYPES)
 def stablehlo_scatter(node: NodeContext) -> Kernel:
-    _io(node, 3, 1)
-    op_t, idx_t, upd_t = node.inputs
+    op_t, idx_t, upd_t = _io(node, 3, 1)
     out_t = node.outputs[0]
     if idx_t.type_name not in _INDEX_TYPES:
         raise node.unsupported(f"scatter indices of type {idx_t.type_name} are not supported (INT32, INT64)")
@@ -354,6 +355,7 @@ def _window_kernel(node: NodeContext, fn: int, window: Sequence[int], strides: S
                    base_dil: Sequence[int], win_dil: Sequence[int], padding: Sequence[int]) -> Kernel:
     """Dilate, pad/crop with the init value, then fold every window (the shared semantics)."""
     x_t, out_t = node.inputs[0], node.outputs[0]
+    assert x_t is not None  # _window_types refused missing inputs
     shape = tuple(x_t.shape)
     for name, vals in (("window_dimensions", window), ("window_strides", strides),
                        ("base_dilations", base_dil), ("window_dilations", win_dil)):
@@ -419,9 +421,9 @@ def _window_kernel(node: NodeContext, fn: int, window: Sequence[int], strides: S
     return run
 
 
-def _window_types(node: NodeContext, n_in: int) -> None:
-    _io(node, n_in, 1)
-    x_t, init_t, out_t = node.inputs[0], node.inputs[1], node.outputs[0]
+def _window_types(node: NodeContext, n_in: int) -> tuple[_model.Tensor, ...]:
+    inputs = _io(node, n_in, 1)
+    x_t, init_t, out_t = inputs[0], inputs[1], node.outputs[0]
     if x_t.type_name not in _WINDOW_TYPES:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     if out_t.type != x_t.type or init_t.type != x_t.type:
@@ -429,12 +431,13 @@ def _window_types(node: NodeContext, n_in: int) -> None:
                                f"input's type {x_t.type_name}")
     if not 1 <= len(x_t.shape) <= _MAX_WINDOW_RANK:
         raise node.unsupported(f"input rank {len(x_t.shape)} is not supported (1..{_MAX_WINDOW_RANK})")
+    return inputs
 
 
 @register("STABLEHLO_REDUCE_WINDOW", max_version=1, dtypes=_WINDOW_TYPES)
 def stablehlo_reduce_window(node: NodeContext) -> Kernel:
-    _window_types(node, 2)
-    rank = len(node.inputs[0].shape)
+    inputs = _window_types(node, 2)
+    rank = len(inputs[0].shape)
     window = _ints(node, "window_dimensions")
     if not window:
         raise node.unsupported("window_dimensions is required")
@@ -461,14 +464,14 @@ def stablehlo_reduce_window(node: NodeContext) -> Kernel:
 
 @register("REDUCE_WINDOW", max_version=1, dtypes=_WINDOW_TYPES)
 def reduce_window(node: NodeContext) -> Kernel:
-    _window_types(node, 5)
-    rank = len(node.inputs[0].shape)
+    inputs = _window_types(node, 5)
+    rank = len(inputs[0].shape)
     fn = int(node.options.get("reduce_function", 0) or 0)
     if fn not in _R_NAMES:
         raise node.unsupported(f"reduce_function {fn} is not supported")
     params = []
     for k, name in ((2, "window_shape"), (3, "window_strides"), (4, "window_dilations")):
-        t = node.inputs[k]
+        t = inputs[k]
         if t.type_name != "INT64":
             raise node.unsupported(f"{name} must be INT64, got {t.type_name}")
         if t.data is None:
@@ -523,8 +526,7 @@ def threefry2x32(key0: int, key1: int, ctr: Sequence[np.ndarray]) -> np.ndarray:
 
 @register("STABLEHLO_RNG_BIT_GENERATOR", max_version=1, dtypes=("UINT64",))
 def stablehlo_rng_bit_generator(node: NodeContext) -> Kernel:
-    _io(node, 1, 2)
-    state_t = node.inputs[0]
+    state_t = _io(node, 1, 2)[0]
     key_t, out_t = node.outputs
     if state_t.type_name != "UINT64" or len(state_t.shape) != 1:
         raise node.unsupported(f"the initial state must be a 1-D UINT64 tensor, got {state_t.type_name}"

@@ -42,6 +42,7 @@ _TYPES = SIZED_TYPES | {"INT4", "UINT4"}
 def transpose(node: NodeContext):
     check_arity(node, 2, 1)
     x_t, perm_t = node.inputs[0], node.inputs[1]
+    assert x_t is not None and perm_t is not None  # check_arity refused missing inputs
     check_type(node, x_t, _TYPES)
     check_same_type(node, x_t, node.outputs[0])
     check_type(node, perm_t, ("INT32",), "permutation")

@@ -22,6 +22,7 @@ _SPARSE_MAX_DIMS = 4
 def where(node: NodeContext) -> Kernel:
     check_arity(node, 1, 1)
     c_t = node.input(0)
+    assert c_t is not None  # check_arity refused missing inputs
     if c_t.type_name not in _WHERE_TYPES:
         raise node.unsupported(f"condition type {c_t.type_name} is not supported")
     if len(c_t.shape) == 0:
@@ -64,6 +65,7 @@ def _unique_in_order(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def unique(node: NodeContext) -> Kernel:
     check_arity(node, 1, 2)
     x_t = node.input(0)
+    assert x_t is not None  # check_arity refused missing inputs
     if "idx_out_type" not in node.options:
         raise node.unsupported("UniqueOptions are missing (idx_out_type)")
     idx_type = _INT64 if node.options["idx_out_type"] == _INT64 else _INT32
@@ -88,6 +90,8 @@ def unique(node: NodeContext) -> Kernel:
 def sparse_to_dense(node: NodeContext) -> Kernel:
     check_arity(node, 4, 1)
     idx_t, shape_t, val_t, def_t = node.inputs
+    # check_arity refused missing inputs
+    assert idx_t is not None and shape_t is not None and val_t is not None and def_t is not None
     irank, vrank = len(idx_t.shape), len(val_t.shape)
     if irank >= 3:
         raise node.unsupported(f"indices must have rank < 3, got shape {list(idx_t.shape)}")
@@ -131,7 +135,7 @@ def sparse_to_dense(node: NodeContext) -> Kernel:
                 return out
             raise KernelError(f"index {coords[int(np.flatnonzero(bad)[0])].tolist()} is out of bounds "
                               f"for output shape {list(out_shape)}")
-        flat = np.ravel_multi_index(tuple(coords.T), out_shape) if out_shape else np.zeros(n_idx, np.int64)
+        flat = np.asarray(np.ravel_multi_index(tuple(coords.T), out_shape)) if out_shape else np.zeros(n_idx, np.int64)
         vals = np.broadcast_to(values.reshape(-1)[:1], (n_idx,)) if values.ndim == 0 else values.reshape(-1)
         # a repeated index keeps its last value, as the reference loop writes in order
         last, keep = np.unique(flat[::-1], return_index=True)
