@@ -202,9 +202,9 @@ BROADCAST_BLOCK = 1 << 17
 
 
 def _batch_matmul_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
-    out = shapes[op.outputs[0]] if op.outputs else ()
-    a = shapes[op.inputs[0]] if op.inputs else ()
-    b = shapes[op.inputs[1]] if len(op.inputs) > 1 else ()
+    out: tuple[int, ...] = shapes[op.outputs[0]] if op.outputs else ()
+    a: tuple[int, ...] = shapes[op.inputs[0]] if op.inputs else ()
+    b: tuple[int, ...] = shapes[op.inputs[1]] if len(op.inputs) > 1 else ()
     if len(out) < 2 or len(a) < 2 or len(b) < 2:
         return 0
     batch = int(np.prod(out[:-2], dtype=np.float64))

@@ -8,6 +8,7 @@ an int64 array they overwrite) and compute in int64.
 from __future__ import annotations
 
 import math
+from typing import overload
 
 import numpy as np
 
@@ -253,7 +254,11 @@ def multiply_by_quantized_multiplier_int64_inplace(acc: np.ndarray, multiplier, 
 _I64 = np.dtype(np.int64)
 
 
-def wrap_int32(x: np.ndarray) -> np.ndarray:
+@overload
+def wrap_int32(x: int) -> int: ...
+@overload
+def wrap_int32(x: np.ndarray) -> np.ndarray: ...
+def wrap_int32(x: int | np.ndarray) -> int | np.ndarray:
     """Two's-complement wrap of int64 values (or Python ints) to the int32 range, as C++ int32
     arithmetic and the int32 accumulators do."""
     if x.__class__ is np.ndarray and x.dtype == _I64:

@@ -31,7 +31,7 @@ from acelera.core.model import Tensor
 from acelera.core.quant import INT32_MAX, INT32_MIN, quantize_multiplier, round_half_away
 
 try:  # the clip ufunc itself: np.clip's Python wrapper costs a few microseconds per call
-    from numpy._core.umath import clip as clip_ufunc
+    from numpy._core.umath import clip as clip_ufunc  # type: ignore[attr-defined]  # a ufunc there; the stubs omit it
 except ImportError:  # pragma: no cover - numpy < 2
     clip_ufunc = np.clip
 

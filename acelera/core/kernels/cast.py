@@ -111,6 +111,8 @@ def cast_values(x: np.ndarray, src: int, dst: int) -> np.ndarray:
 @register("CAST", max_version=9, dtypes=tuple(sorted(_NAMES[t] for t in _CAST_IN)))
 def cast(node: NodeContext):
     x_t, out_t = node.input(0), node.outputs[0]
+    if x_t is None:
+        raise node.unsupported("input 0 is missing")
     src, dst = x_t.type, out_t.type
     if src not in _CAST_IN:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
@@ -178,6 +180,7 @@ _ARG_TYPES = ("FLOAT32", "UINT8", "INT8", "INT32", "BOOL")
 def _arg_min_max(node: NodeContext, is_max: bool):
     check_arity(node, 2, 1)
     x_t, axis_t = node.input(0), node.input(1)
+    assert x_t is not None and axis_t is not None  # check_arity refused missing inputs
     out_t = node.outputs[0]
     if x_t.type_name not in _ARG_TYPES:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")

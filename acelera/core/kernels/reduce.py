@@ -61,8 +61,8 @@ class _Axes:
     def __init__(self, node: NodeContext):
         self.node = node
         self.keep_dims = bool(node.options.get("keep_dims", False))
-        self._key = None
-        self._val = None
+        self._key: tuple[tuple[int, ...], bytes] | None = None
+        self._val: tuple[tuple[int, ...], tuple[int, ...], int] | None = None
 
     def resolve(self, shape: tuple[int, ...], axis: np.ndarray):
         axis = np.asarray(axis)
@@ -103,13 +103,14 @@ def _common(node: NodeContext) -> tuple[np.dtype, _Axes]:
     if x.type_name in ALIASED_TYPES:
         raise node.unsupported(f"input type {x.type_name} is not supported")
     axes = _Axes(node)
-    if axis.is_constant:  # validate the axes at prepare time
+    if axis.data is not None:  # constant: validate the axes at prepare time
         axes.resolve(tuple(x.shape), axis.data)
     return x.dtype, axes
 
 
 def _qparams(node: NodeContext):
     x, out = node.input(0), node.outputs[0]
+    assert x is not None  # the caller's _common refused a missing input
     if not (x.quantized and out.quantized):
         raise node.unsupported(f"{x.type_name} input needs quantization parameters on input and output")
     if x.quantization.per_channel or out.quantization.per_channel:
@@ -169,6 +170,7 @@ def mean(node: NodeContext):
     if x is not None and x.dtype in _QUANT_TYPES:
         return _quantized_mean_or_sum(node, compute_sum=False)
     dtype, axes = _common(node)
+    assert x is not None  # _common refused a missing input
     if dtype == np.float32:
         def run(x, axis):
             red, out_shape, n = axes.resolve(x.shape, axis)
@@ -186,7 +188,7 @@ def mean(node: NodeContext):
             q = np.abs(s) // n  # C++ division truncates toward zero
             return np.asarray(np.where(s < 0, -q, q), dtype).reshape(out_shape)
         return run
-    raise node.unsupported(f"input type {node.input(0).type_name} is not supported")
+    raise node.unsupported(f"input type {x.type_name} is not supported")
 
 
 @register("SUM", max_version=2, dtypes=_REDUCE_TYPES)
@@ -195,6 +197,7 @@ def reduce_sum(node: NodeContext):
     if x is not None and x.dtype in _QUANT_TYPES:
         return _quantized_mean_or_sum(node, compute_sum=True)
     dtype, axes = _common(node)
+    assert x is not None  # _common refused a missing input
     if dtype == np.bool_:
         return _generic(axes, lambda x, red: np.any(x, axis=red))
     if dtype in (np.float32, np.int32, np.int64):
@@ -213,6 +216,7 @@ def _generic(axes: _Axes, fn):
 def _max_min(node: NodeContext, is_max: bool):
     dtype, axes = _common(node)
     x = node.input(0)
+    assert x is not None  # _common refused a missing input
     if dtype == np.bool_:
         return _generic(axes, (lambda x, red: np.any(x, axis=red)) if is_max
                         else (lambda x, red: np.all(x, axis=red)))
@@ -243,9 +247,9 @@ def _max_min(node: NodeContext, is_max: bool):
         return run
 
     info = np.iinfo(dtype)
-    init = info.min if is_max else info.max
+    int_init = info.min if is_max else info.max
     red_fn = np.max if is_max else np.min
-    return _generic(axes, lambda x, red: red_fn(x, axis=red, initial=init))
+    return _generic(axes, lambda x, red: red_fn(x, axis=red, initial=int_init))
 
 
 @register("REDUCE_MAX", max_version=3, dtypes=_REDUCE_TYPES)
@@ -263,6 +267,7 @@ def reduce_min(node: NodeContext):
 def reduce_prod(node: NodeContext):
     dtype, axes = _common(node)
     x = node.input(0)
+    assert x is not None  # _common refused a missing input
     if x.quantized:
         if dtype not in (np.int8, np.int16):
             raise node.unsupported(f"quantized {x.type_name} input is not supported")

@@ -41,6 +41,7 @@ def _reverse_axes(axis: np.ndarray, rank: int) -> tuple[int, ...]:
 def reverse_v2(node: NodeContext) -> Kernel:
     check_arity(node, 2, 1)
     x_t, axis_t = node.inputs
+    assert x_t is not None and axis_t is not None  # check_arity refused missing inputs
     if len(axis_t.shape) != 1:
         raise node.unsupported(f"axis must be 1-D, got shape {list(axis_t.shape)}")
     rank = len(x_t.shape)
@@ -71,6 +72,7 @@ def reverse_v2(node: NodeContext) -> Kernel:
 def reverse_sequence(node: NodeContext) -> Kernel:
     check_arity(node, 2, 1)
     x_t, len_t = node.inputs
+    assert x_t is not None and len_t is not None  # check_arity refused missing inputs
     if len(len_t.shape) != 1:
         raise node.unsupported(f"seq_lengths must be 1-D, got shape {list(len_t.shape)}")
     if x_t.type_name not in _REVERSE_SEQUENCE_TYPES:

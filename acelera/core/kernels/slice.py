@@ -74,8 +74,8 @@ def strided_slice_plan(in_shape: tuple[int, ...], begin, end, strides, begin_mas
     eff_dims = rank + num_add_axis
 
     # Expand the ellipsis, and move the new-axis bits past it (LiteRT's effective masks).
-    eff_ellipsis = set()
-    eff_new_axis = set()
+    eff_ellipsis: set[int] = set()
+    eff_new_axis: set[int] = set()
     ellipsis_start = eff_dims
     expanded = 0
     i = 0
@@ -177,10 +177,11 @@ _SLICE_TYPES = SIZED_TYPES | {"STRING", "INT4"}
 @register("STRIDED_SLICE", max_version=8, dtypes=tuple(sorted(_STRIDED_SLICE_TYPES)))
 def strided_slice(node: NodeContext):
     check_arity(node, 4, 1)
-    x_t = node.inputs[0]
+    x_t, b_t, e_t, st_t = node.inputs
+    assert x_t is not None and b_t is not None and e_t is not None and st_t is not None  # check_arity refused missing inputs
     check_type(node, x_t, _STRIDED_SLICE_TYPES)
     check_same_type(node, x_t, node.outputs[0])
-    idx_t = node.inputs[1:4]
+    idx_t = (b_t, e_t, st_t)
     for t, what in zip(idx_t, ("begin", "end", "strides")):
         check_type(node, t, ("INT32",), what)
         if len(t.shape) != 1:
@@ -285,6 +286,7 @@ def slice_plan(in_shape: tuple[int, ...], begin, size) -> SlicePlan:
 def slice_(node: NodeContext):
     check_arity(node, 3, 1)
     x_t, b_t, s_t = node.inputs[0], node.inputs[1], node.inputs[2]
+    assert x_t is not None and b_t is not None and s_t is not None  # check_arity refused missing inputs
     check_type(node, x_t, _SLICE_TYPES)
     check_same_type(node, x_t, node.outputs[0])
     check_type(node, b_t, ("INT32", "INT64"), "begin")

@@ -19,6 +19,7 @@ reciprocal) in fewer numpy passes.
 from __future__ import annotations
 
 import math
+from typing import cast, overload
 
 import numpy as np
 
@@ -56,7 +57,11 @@ rdbpot = rounding_divide_by_pot
 # --------------------------------------------------------------------------------------
 
 
-def sat_lshift(x, exponent) -> np.ndarray:
+@overload
+def sat_lshift(x: np.ndarray, exponent) -> np.ndarray: ...
+@overload
+def sat_lshift(x, exponent) -> np.ndarray | np.int64: ...
+def sat_lshift(x, exponent) -> np.ndarray | np.int64:
     """SaturatingRoundingMultiplyByPOT for exponent 0..31 (scalar or per element) on int32
     values: x * 2**e clamped to the int32 range (gemmlowp's thresholds give exactly the clamp)."""
     r = np.left_shift(x, exponent, dtype=np.int64)
@@ -65,7 +70,7 @@ def sat_lshift(x, exponent) -> np.ndarray:
     return clip_ufunc(r, INT32_MIN, INT32_MAX, out=r)
 
 
-def rescale(x, src_bits: int, dst_bits: int) -> np.ndarray:
+def rescale(x, src_bits: int, dst_bits: int) -> np.ndarray | np.int64:
     """gemmlowp::Rescale<dst>(FixedPoint<int32, src>)."""
     e = src_bits - dst_bits
     if e > 0:
@@ -130,7 +135,7 @@ def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
     return np.where(a == 0, INT32_MAX, result)
 
 
-def get_reciprocal(x, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
+def get_reciprocal(x, x_integer_digits: int) -> tuple[np.ndarray | np.int64, np.ndarray]:
     """GetReciprocal: (Q0.31 reciprocal scale, num_bits_over_unit)."""
     x = np.asarray(x, np.int64)
     headroom_plus_one = clz32(x)
@@ -184,7 +189,7 @@ def _wrap(r):
     return wrap_int32_inplace(r) if r.__class__ is np.ndarray else wrap_int32(r)
 
 
-def one_over_one_plus_x(a) -> np.ndarray:
+def one_over_one_plus_x(a) -> np.ndarray | np.int64:
     """gemmlowp one_over_one_plus_x_for_x_in_0_1 on FixedPoint<int32, 0> raw values (the same
     arithmetic as div.py's, in fewer numpy passes: half_denominator lies in [-1, INT32_MAX]
     and so is never INT32_MIN, and x is wrapped like the C++ int32 after every addition)."""
@@ -198,7 +203,7 @@ def one_over_one_plus_x(a) -> np.ndarray:
     return sat_lshift(x, 1)
 
 
-def log_x_for_x_greater_than_or_equal_to_1(x, input_bits: int, output_bits: int) -> np.ndarray:
+def log_x_for_x_greater_than_or_equal_to_1(x, input_bits: int, output_bits: int) -> np.ndarray | np.int64:
     """log_x_for_x_greater_than_or_equal_to_1_impl<output_bits, input_bits>.
 
     The saturating steps are kept wherever a value may reach the int32 bounds; the
@@ -263,7 +268,7 @@ def _softmax_scaling(node: NodeContext, beta: float, input_scale: float) -> tupl
 def _rescaled_diffs(mult: int, left_shift: int) -> np.ndarray:
     """MultiplyByQuantizedMultiplierGreaterThanOne over every 8-bit difference -255..0."""
     diffs = np.arange(-255, 1, dtype=np.int64)
-    return srdhm(wrap_int32(diffs * (1 << left_shift)), mult)
+    return cast(np.ndarray, srdhm(wrap_int32(diffs * (1 << left_shift)), mult))  # an array in, an array out
 
 
 # --------------------------------------------------------------------------------------

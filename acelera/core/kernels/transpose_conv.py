@@ -192,6 +192,7 @@ def _float_core(node: NodeContext, bounds: tuple[float, float]):
 def _hybrid_core(node: NodeContext, bounds: tuple[float, float]):
     """Float input, int8 weights (reference_ops::HybridTransposeConv)."""
     w_t = node.input(1)
+    assert w_t is not None  # transpose_conv refused missing weights
     q = w_t.quantization
     if not q.is_set:
         raise ModelError(f"weights '{w_t.name}' need quantization parameters")
@@ -219,6 +220,7 @@ def _hybrid_core(node: NodeContext, bounds: tuple[float, float]):
 
 def _quant_core(node: NodeContext, act: int, wide: bool):
     w_t, x_t, b_t, y_t = node.input(1), node.input(2), node.input(3), node.outputs[0]
+    assert w_t is not None and x_t is not None  # transpose_conv refused missing weights or input
     o, kh, kw, ci = (int(d) for d in w_t.shape)
     req, in_zp, _ = conv_requantizer(node, x_t, w_t, b_t, y_t, act, o, wide)
     w_zp = zero_point(w_t) if x_t.type == T_UINT8 else 0  # int8 kernels ignore the weights zero point
