@@ -398,3 +398,147 @@ def test_elementwise_broadcast_temporaries_are_declared(op, kind):
 def test_elementwise_row_broadcasts_declare_one_block(op, kind):
     model, _ = _elementwise(op, kind, (64, 64, 256), (1, 1, 256), (64, 64, 256))
     assert declared_scratch(model) <= memory.ELEMENTWISE_BROADCAST[op][kind] * memory.BROADCAST_BLOCK
+
+
+# --- CONV_2D (integer paths) and DEPTHWISE_CONV_2D in bands of output rows ------------------
+
+@pytest.fixture
+def tiny_conv_bands(monkeypatch):
+    """Bands of at most `n` bytes in kernels/conv.py and the budget; counts the bands run."""
+    from acelera.core.kernels import conv
+
+    bands: list[tuple[int, int]] = []
+    orig = conv.row_bands
+
+    def counted(g, row_bytes):
+        for band in orig(g, row_bytes):
+            bands.append(band)
+            yield band
+    monkeypatch.setattr(conv, "row_bands", counted)
+
+    def set_tile(n: int) -> list[tuple[int, int]]:
+        bands.clear()
+        monkeypatch.setattr(conv, "IM2COL_TILE_BYTES", n)
+        monkeypatch.setattr(memory, "TILE_BYTES", n)
+        return bands
+    return set_tile
+
+
+def _out_dim(pad: str, size: int, k: int, s: int, d: int) -> int:
+    eff = (k - 1) * d + 1
+    return int((size + s - 1 if pad == "SAME" else size + s - eff) / s)
+
+
+@st.composite
+def cgeometry(draw):
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(2, 9)), draw(st.integers(1, 7))
+    kh, kw, sh, sw, dh, dw = (draw(st.integers(1, 3)) for _ in range(6))
+    pad = draw(st.sampled_from(["SAME", "VALID"]))
+    oh, ow = _out_dim(pad, h, kh, sh, dh), _out_dim(pad, w, kw, sw, dw)
+    return dict(n=n, h=h, w=w, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pad=pad, oh=max(oh, 0), ow=max(ow, 0))
+
+
+def _conv_model(kind: str, g, c: int, o: int, rng, depthwise: bool, mult: int = 1):
+    """A (DEPTHWISE_)CONV_2D of `kind` ("int8", "uint8", "int16", "hybrid", "hybrid_channel",
+    "float") and its input."""
+    xs = (g["n"], g["h"], g["w"], c)
+    if depthwise:
+        o = c * mult
+    wk = (1, g["kh"], g["kw"], o) if depthwise else (o, g["kh"], g["kw"], c)
+    opts = dict(padding=g["pad"], stride_h=g["sh"], stride_w=g["sw"], dilation_h_factor=g["dh"],
+                dilation_w_factor=g["dw"], fused_activation_function="RELU")
+    if depthwise:
+        opts["depth_multiplier"] = mult
+    out = (g["n"], g["oh"], g["ow"], o)
+    qd = 3 if depthwise else 0
+    if kind in ("float", "hybrid", "hybrid_channel"):
+        x = rng.uniform(-2, 2, xs).astype(np.float32)
+        b = Const(rng.uniform(-1, 1, o).astype(np.float32))
+        if kind == "float":
+            w, wq, version = rng.uniform(-1, 1, wk).astype(np.float32), None, 1
+        elif kind == "hybrid" and not depthwise:
+            w, wq, version = rng.integers(-127, 128, wk).astype(np.int8), (0.01, 0), 2
+        else:
+            s = rng.uniform(0.005, 0.02, o).astype(np.float32)
+            w, wq = rng.integers(-127, 128, wk).astype(np.int8), (s, np.zeros(o, np.int64), qd)
+            version = 6 if depthwise else 5
+        ins, out_spec = [In(xs), Const(w, wq), b], Out(out)
+    elif kind == "uint8":
+        x = rng.integers(0, 256, xs).astype(np.uint8)
+        w = rng.integers(0, 256, wk).astype(np.uint8)
+        b = Const(rng.integers(-20000, 20000, o).astype(np.int32), (float(np.float32(0.05) * np.float32(0.01)), 0))
+        ins, out_spec, version = [In(xs, np.uint8, (0.05, 120)), Const(w, (0.01, 130)), b], \
+            Out(out, np.uint8, (0.3, 128)), 1
+    elif kind == "int8":
+        x = rng.integers(-128, 128, xs).astype(np.int8)
+        s = rng.uniform(0.005, 0.02, o).astype(np.float32)
+        w = rng.integers(-127, 128, wk).astype(np.int8)
+        ins = [In(xs, np.int8, (0.05, -3)), Const(w, (s, np.zeros(o, np.int64), qd)),
+               Const(rng.integers(-20000, 20000, o).astype(np.int32))]
+        out_spec, version = Out(out, np.int8, (0.2, 5)), 3
+    else:
+        x = rng.integers(-30000, 30000, xs).astype(np.int16)
+        s = rng.uniform(0.005, 0.02, o).astype(np.float32)
+        w = rng.integers(-127, 128, wk).astype(np.int8)
+        ins = [In(xs, np.int16, (0.0005, 0)), Const(w, (s, np.zeros(o, np.int64), qd)),
+               Const(rng.integers(-(2 ** 30), 2 ** 30, o).astype(np.int64))]
+        out_spec, version = Out(out, np.int16, (0.05, 0)), 5 if depthwise else 4
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    return single_op_model(op, ins, [out_spec], version=version, **opts), x
+
+
+@SETTINGS
+@given(g=cgeometry(), c=st.integers(1, 4), o=st.integers(1, 4), mult=st.integers(1, 2),
+       tile=st.sampled_from([1, 300, 3000]), depthwise=st.booleans(),
+       kind=st.sampled_from(["int8", "uint8", "int16", "hybrid", "hybrid_channel", "float"]),
+       seed=st.integers(0, 2 ** 16))
+def test_banded_conv_matches_untiled_and_litert(tiny_conv_bands, g, c, o, mult, tile, depthwise, kind, seed):
+    if g["oh"] * g["ow"] == 0 or (kind == "float" and not depthwise):
+        return  # the float CONV_2D is banded by test_memory_budget.py
+    if kind == "hybrid" and depthwise:
+        kind = "hybrid_channel"  # the hybrid depthwise takes per-channel scales only
+    rng = np.random.default_rng(seed)
+    model, x = _conv_model(kind, g, c, o, rng, depthwise, mult)
+    tiny_conv_bands(64 << 20)  # hypothesis reuses the fixture: untiled first
+    whole = run_acelera(model, [x])[0]
+    bands = tiny_conv_bands(tile)
+    got = assert_matches_litert(model, [x])[0]
+    assert got.dtype == whole.dtype
+    np.testing.assert_array_equal(got, whole)  # bit-exact with the untiled path, float ones too
+    if tile == 1 and (depthwise or g["kh"] * g["kw"] > 1):
+        assert set(bands) == {(r, r + 1) for r in range(g["oh"])}  # a band a row (pointwise CONV_2D: one matmul)
+
+
+def test_small_convolutions_keep_the_whole_path(tiny_conv_bands):
+    rng = np.random.default_rng(5)
+    g = dict(n=1, h=6, w=5, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pad="SAME", oh=6, ow=5)
+    bands = tiny_conv_bands(64 << 20)
+    for depthwise in (False, True):
+        for kind in ("int8", "hybrid_channel"):
+            model, x = _conv_model(kind, g, 3, 4, rng, depthwise)
+            assert_matches_litert(model, [x])
+    assert bands == []
+
+
+def _big_conv(kind: str, depthwise: bool) -> tuple[bytes, list[np.ndarray]]:
+    g = dict(n=1, h=96, w=96, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pad="SAME", oh=96, ow=96)
+    c, mult = (16, 4) if depthwise else (32, 1)  # depthwise: temporaries of the output, 4x the input
+    model, x = _conv_model(kind, g, c, 32, np.random.default_rng(0), depthwise, mult)
+    return model, [x]
+
+
+@pytest.mark.parametrize("case", ["conv_int8", "conv_hybrid", "dw_int8", "dw_int16", "dw_hybrid"])
+def test_banded_convolutions_allocate_what_the_budget_declares(tiny_conv_bands, case):
+    kind = {"conv_int8": "int8", "conv_hybrid": "hybrid_channel", "dw_int8": "int8", "dw_int16": "int16",
+            "dw_hybrid": "hybrid_channel"}[case]
+    model, inputs = _big_conv(kind, case.startswith("dw"))
+    untiled_out, untiled = invoke_temporaries(model, inputs)
+    assert untiled <= declared_scratch(model), (untiled, declared_scratch(model))  # the whole path
+    bands = tiny_conv_bands(256 << 10)
+    out, temporaries = invoke_temporaries(model, inputs)
+    np.testing.assert_array_equal(out, untiled_out)
+    assert len(bands) > 4
+    declared = declared_scratch(model)
+    assert temporaries <= declared, (temporaries, declared)
+    # what stays whole is the converted, channel-repeated and padded input
+    assert temporaries < (untiled / 2 if case.startswith("conv") else untiled), (temporaries, untiled)

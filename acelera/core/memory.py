@@ -70,18 +70,43 @@ def _bytes(sg: Subgraph, shapes: Shapes, t: int) -> int:
 
 
 def _conv_scratch(sg: Subgraph, shapes: Shapes, op) -> int:
-    """im2col: one row per output position, kh*kw*cin columns (float64 in the widest path)."""
+    """im2col: one row per output position, kh*kw*cin columns (float64 in the widest path); the
+    float CONV_2D holds at most a TILE_BYTES band of it. The integer (quantized, hybrid) CONV_2D
+    and every DEPTHWISE_CONV_2D hold the converted and padded input whole (at most 8 bytes an
+    element, depthwise repeated to the output channels) and work in bands of output rows of at
+    most TILE_BYTES (kernels/conv.py: 8 bytes per patch element and CONV_BAND_ACC_BYTES per
+    output element, or DW_BAND_BYTES per depthwise output element)."""
     if len(op.inputs) < 2 or len(op.outputs) < 1:
         return 0
     w, out = shapes[op.inputs[1]], shapes[op.outputs[0]]
     if len(w) < 2 or not out:
         return 0
     positions = int(np.prod(out[:-1], dtype=np.float64))
-    taps = int(np.prod(w[1:], dtype=np.float64)) if op.op != "DEPTHWISE_CONV_2D" else int(np.prod(w[1:3]))
+    depthwise = op.op == "DEPTHWISE_CONV_2D"
+    taps = int(np.prod(w[1:], dtype=np.float64)) if not depthwise else int(np.prod(w[1:3]))
     full = positions * taps * 8
-    if op.op == "CONV_2D" and sg.tensors[op.inputs[0]].type_name == "FLOAT32":
+    x_t, w_t = sg.tensors[op.inputs[0]], sg.tensors[op.inputs[1]]
+    if not depthwise and x_t.type_name == "FLOAT32" and w_t.type_name == "FLOAT32":
         return min(full, TILE_BYTES)  # the float conv builds its patch matrix in bounded bands
-    return full
+    x = shapes[op.inputs[0]]
+    if len(x) != 4 or len(w) != 4:
+        return full
+    n, h, wd, c = (max(int(d), 0) for d in x)
+    o, kh, kw = max(int(out[-1]), 0), max(int(w[1]), 0), max(int(w[2]), 0)
+    dh = max(int(op.options.get("dilation_h_factor", 1) or 1), 1)
+    dw = max(int(op.options.get("dilation_w_factor", 1) or 1), 1)
+    padded = n * (h + max(kh - 1, 0) * dh) * (wd + max(kw - 1, 0) * dw)
+    if depthwise:
+        whole = positions * o * DW_BAND_BYTES
+        return n * h * wd * c * 8 + 2 * padded * o * 8 + min(whole, TILE_BYTES)
+    whole = full + positions * o * CONV_BAND_ACC_BYTES
+    return n * h * wd * c * 8 + padded * c * 8 + min(whole, TILE_BYTES)
+
+
+#: kernels/conv.py's bytes per output element of an integer CONV_2D band besides its patches,
+#: and per output element of a DEPTHWISE_CONV_2D band (same values, not imported)
+CONV_BAND_ACC_BYTES = 32
+DW_BAND_BYTES = 32
 
 
 def _elems(shape) -> int:

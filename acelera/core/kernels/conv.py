@@ -13,6 +13,11 @@ Hybrid kernels (float input, int8 weights) quantize the input per batch exactly 
 tensor_utils do, accumulate exactly and rescale in float32. INT4 weights are unpacked to int8
 by the model loader and run the int8 code.
 
+The quantized kernels first compute their prepared parameters (`quantized_conv_params`: a
+frozen prepared.QuantizedConvParams of zero points, per-channel multipliers and shifts, clamp
+range, the filter minus its zero point, the bias) and build run() from that object alone; a
+delegate reads the same object through prepared.prepared_params.
+
 These helpers (geometry, requantization, hybrid input quantization, bias and clamp) are also
 used by transpose_conv.py; activation ranges and output sizes are common.py's.
 
@@ -21,7 +26,8 @@ compute in it; the hybrid paths stay float32 and refuse a FLOAT64 input.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -35,6 +41,7 @@ from acelera.core.kernels.common import (
     pad_before,
     quantized_activation_range,
 )
+from acelera.core.kernels.prepared import QuantizedConvParams, frozen_array
 from acelera.core.kernels.registry import Kernel, NodeContext, is_float32, register
 from acelera.core.model import Tensor
 
@@ -131,11 +138,12 @@ class Requantizer:
         return v.astype(self.dtype)
 
 
-def conv_requantizer(node: NodeContext, x_t: Tensor, w_t: Tensor, b_t: Tensor | None, y_t: Tensor,
-                     act: int, channels: int, wide: bool) -> tuple[Requantizer, int, int]:
+def conv_quantization(node: NodeContext, x_t: Tensor, w_t: Tensor, b_t: Tensor | None, y_t: Tensor,
+                      act: int, channels: int) -> tuple[np.ndarray, np.ndarray, int, int, int, int, int]:
     """The quantization Prepare shared by the quantized (depthwise, transposed) convolutions:
-    (Requantizer of the accumulator, input zero point, output zero point). uint8 is the
-    legacy per-tensor path; int16 needs zero points of 0 and requantizes without the offset."""
+    (per-channel multipliers, shifts, input zero point, output zero point, offset added after
+    the requantization, qmin, qmax). uint8 is the legacy per-tensor path; int16 needs zero
+    points of 0 and requantizes without the offset."""
     xt = x_t.type
     legacy = xt == T_UINT8
     w_scales = filter_scales(node, w_t, channels, allow_per_channel=not legacy)
@@ -144,8 +152,19 @@ def conv_requantizer(node: NodeContext, x_t: Tensor, w_t: Tensor, b_t: Tensor | 
         raise node.unsupported("INT16 input and output zero points must be 0")
     mult, shift = conv_multipliers(x_t, w_scales, y_t, legacy, b_t)
     qmin, qmax = quantized_activation_range(act, float(f32_scale(y_t)), out_zp, y_t.dtype)
-    req = Requantizer(mult, shift, 0 if xt == T_INT16 else out_zp, qmin, qmax, y_t.dtype, wide)
-    return req, in_zp, out_zp
+    return mult, shift, in_zp, out_zp, 0 if xt == T_INT16 else out_zp, int(qmin), int(qmax)
+
+
+def conv_requantizer(node: NodeContext, x_t: Tensor, w_t: Tensor, b_t: Tensor | None, y_t: Tensor,
+                     act: int, channels: int, wide: bool) -> tuple[Requantizer, int, int]:
+    """conv_quantization as (Requantizer of the accumulator, input zero point, output zero point)."""
+    mult, shift, in_zp, out_zp, offset, qmin, qmax = conv_quantization(node, x_t, w_t, b_t, y_t, act, channels)
+    return Requantizer(mult, shift, offset, qmin, qmax, y_t.dtype, wide), in_zp, out_zp
+
+
+def params_requantizer(p: QuantizedConvParams) -> Requantizer:
+    return Requantizer(np.array(p.multiplier), np.array(p.shift), p.output_offset, p.qmin, p.qmax,
+                       p.output_dtype, p.wide)
 
 
 def _neon_round(v: np.ndarray) -> np.ndarray:
@@ -188,18 +207,18 @@ def asymmetric_quantize(xb: np.ndarray) -> tuple[np.ndarray, np.float32, int]:
     if rmin == rmax:
         return np.zeros(xb.shape, np.int8), np.float32(1.0), 0
     scale = float(np.float32(rmax - rmin)) / 255.0
-    rmin, rmax = float(rmin), float(rmax)
-    zp_min = -128.0 - rmin / scale
-    zp_max = 127.0 - rmax / scale
-    err_min = 128.0 + abs(rmin / scale)
-    err_max = 127.0 + abs(rmax / scale)
+    lo, hi = float(rmin), float(rmax)
+    zp_min = -128.0 - lo / scale
+    zp_max = 127.0 - hi / scale
+    err_min = 128.0 + abs(lo / scale)
+    err_max = 127.0 + abs(hi / scale)
     zp = zp_min if err_min < err_max else zp_max
     if zp <= -128.0:
         offset = -128
     elif zp >= 127.0:
         offset = 127
     else:
-        offset = int(quant.round_half_away(zp))
+        offset = int(quant.round_half_away(np.asarray(zp)))
     sf = np.float32(scale)
     inv = np.float32(1.0 / float(sf)) if sf != 0 else np.float32(0)
     q = _neon_round(flat * inv)
@@ -303,6 +322,10 @@ class Geometry:
                                                x0:x0 + (self.ow - 1) * self.sw + 1:self.sw, :]
         return cols.reshape(self.n * rows * self.ow, self.kh * self.kw * self.c)
 
+    def band(self, xp: np.ndarray, r0: int, r1: int) -> tuple["Geometry", np.ndarray]:
+        """The geometry of output rows [r0, r1) and the rows of the padded input `xp` they read."""
+        return replace(self, oh=r1 - r0), xp[:, r0 * self.sh:]
+
     def im2col_bytes(self, itemsize: int) -> int:
         return self.n * self.oh * self.ow * self.kh * self.kw * self.c * itemsize
 
@@ -393,16 +416,18 @@ def bias_vector(node: NodeContext, b: Tensor | None, channels: int, allowed: tup
     if b is None:
         return
     if b.type not in allowed:
+        x = node.inputs[0]
         raise node.unsupported(f"bias type {b.type_name} is not supported with input type "
-                               f"{node.inputs[0].type_name}")
+                               f"{x.type_name if x is not None else None}")
     if int(np.prod(b.shape)) != channels:
         raise ModelError(f"bias has {int(np.prod(b.shape))} elements for {channels} output channels")
 
 
 # --- CONV_2D ---------------------------------------------------------------------------------
 
-@register("CONV_2D", max_version=8, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
-def conv_2d(node: NodeContext) -> Kernel:
+def _check_conv_2d(node: NodeContext) -> tuple:
+    """CONV_2D's checks shared by its float and quantized paths: (input, filter, bias, output,
+    geometry, groups, activation, output shape)."""
     x_t, w_t, b_t, y_t = _conv_tensors(node)
     o, kh, kw, ci = (int(d) for d in w_t.shape)
     c = int(x_t.shape[3])
@@ -417,15 +442,37 @@ def conv_2d(node: NodeContext) -> Kernel:
     act = opt(node, "fused_activation_function", 0)
     out_shape = (g.n, g.oh, g.ow, o)
     check_same_type(node, x_t, y_t)
-    xt, wt = x_t.type, w_t.type
+    return x_t, w_t, b_t, y_t, g, groups, act, out_shape
 
+
+@register("CONV_2D", max_version=8, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
+def conv_2d(node: NodeContext) -> Kernel:
+    x_t, w_t, b_t, y_t, g, groups, act, out_shape = _check_conv_2d(node)
     if is_float32(x_t):
+        xt, wt = x_t.type, w_t.type
         _check_filter_type(node, x_t, w_t, (xt, T_INT8, T_INT4))
         _hybrid_is_float32(node, x_t, w_t)
-        bias_vector(node, b_t, o, (xt,))
+        bias_vector(node, b_t, out_shape[3], (xt,))
         if wt == xt:
             return _conv_float(node, g, groups, act, out_shape)
         return _conv_hybrid(node, g, groups, act, out_shape)
+    return _conv_quant(node, _conv_2d_params(node, x_t, w_t, b_t, y_t, g, groups, act, out_shape))
+
+
+def quantized_conv_params(node: NodeContext) -> QuantizedConvParams | None:
+    """The prepared parameters of a quantized (DEPTHWISE_)CONV_2D node (None for float or
+    hybrid input); raises what the reference kernel's prepare raises."""
+    if node.op.name == "DEPTHWISE_CONV_2D":
+        x_t, w_t, b_t, y_t, g, mult, act, out_shape = _check_depthwise(node)
+        return None if is_float32(x_t) else _dw_params(node, x_t, w_t, b_t, y_t, g, mult, act, out_shape)
+    x_t, w_t, b_t, y_t, g, groups, act, out_shape = _check_conv_2d(node)
+    return None if is_float32(x_t) else _conv_2d_params(node, x_t, w_t, b_t, y_t, g, groups, act, out_shape)
+
+
+def _conv_2d_params(node: NodeContext, x_t: Tensor, w_t: Tensor, b_t: Tensor | None, y_t: Tensor,
+                    g: Geometry, groups: int, act: int, out_shape) -> QuantizedConvParams:
+    xt = x_t.type
+    o = out_shape[3]
     if xt not in QUANT_FILTER_TYPES:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     _check_filter_type(node, x_t, w_t, QUANT_FILTER_TYPES[xt])
@@ -434,7 +481,35 @@ def conv_2d(node: NodeContext) -> Kernel:
     else:
         bias_vector(node, b_t, o, (T_INT32,))
         wide = False
-    return _conv_quant(node, g, groups, act, out_shape, wide)
+    legacy = xt == T_UINT8
+    if not legacy and np.any(w_t.quantization.zero_point != 0):
+        raise node.unsupported("INT8 filter zero points must be 0")
+    mult, shift, in_zp, _, offset, qmin, qmax = conv_quantization(node, x_t, w_t, b_t, y_t, act, o)
+    w_zp = zero_point(w_t) if legacy else 0
+    w_const = node.const(1)
+    weights = None if w_const is None else np.asarray(w_const, np.int32) - np.int32(w_zp)
+    max_w = (float(np.max(np.abs(weights), initial=0)) if weights is not None
+             else float(max_abs_shifted(w_t.dtype, w_zp)))
+    exact_dtype(g.kh * g.kw * (g.c // groups), max_abs_shifted(x_t.dtype, in_zp), max_w)  # refuses > 2**53
+    return _conv_params(node, "CONV_2D", g, groups, 1, x_t, y_t, out_shape, in_zp, offset, w_zp, mult,
+                        shift, qmin, qmax, wide, weights)
+
+
+def _conv_params(node: NodeContext, op: str, g: Geometry, groups: int, mult: int, x_t: Tensor, y_t: Tensor,
+                 out_shape, in_zp: int, offset: int, w_zp: int, multiplier: np.ndarray, shift: np.ndarray,
+                 qmin: int, qmax: int, wide: bool, weights: np.ndarray | None) -> QuantizedConvParams:
+    b_const = node.const(2)
+    frozen_mult, frozen_shift = frozen_array(multiplier, np.int64), frozen_array(shift, np.int64)
+    assert frozen_mult is not None and frozen_shift is not None  # frozen_array keeps arrays arrays
+    n, h, w, c = (int(d) for d in out_shape)
+    return QuantizedConvParams(
+        op=op, geometry=g, groups=groups, depth_multiplier=mult, input_dtype=np.dtype(x_t.dtype),
+        output_dtype=np.dtype(y_t.dtype), output_shape=(n, h, w, c),
+        input_zero_point=int(in_zp), output_offset=int(offset), filter_zero_point=int(w_zp),
+        multiplier=frozen_mult, shift=frozen_shift,
+        qmin=int(qmin), qmax=int(qmax), wide=bool(wide), weights=frozen_array(weights, np.int32),
+        bias=None if b_const is None else frozen_array(np.asarray(b_const).reshape(-1), np.int64),
+        bias_from_input=node.input(2) is not None and b_const is None)
 
 
 def int16_wide(node: NodeContext, b_t: Tensor | None, channels: int) -> bool:
@@ -504,49 +579,82 @@ def _tiled_matmul(g: Geometry, x: np.ndarray, wm: np.ndarray) -> np.ndarray:
     return out.reshape(g.n * g.oh * g.ow, wm.shape[1])
 
 
-def _conv_quant(node: NodeContext, g: Geometry, groups: int, act: int, out_shape, wide: bool) -> Kernel:
-    x_t, w_t, b_t, y_t = node.input(0), node.input(1), node.input(2), node.outputs[0]
-    legacy = x_t.type == T_UINT8
-    if not legacy and np.any(w_t.quantization.zero_point != 0):
-        raise node.unsupported("INT8 filter zero points must be 0")
-    req, in_zp, out_zp = conv_requantizer(node, x_t, w_t, b_t, y_t, act, out_shape[3], wide)
-    w_zp = zero_point(w_t) if legacy else 0
-    if g.empty:
-        return _zero_shape(out_shape, y_t.dtype)
+#: bytes per output element a band of the integer (quantized, hybrid) CONV_2D holds besides its
+#: patch rows (the matmul result, the int64 accumulator, the requantization's temporaries), and
+#: per output element of a DEPTHWISE_CONV_2D band (accumulator, tap product, int64 copy,
+#: requantization); core/memory.py's _conv_scratch counts the same
+CONV_BAND_ACC_BYTES = 32
+DW_BAND_BYTES = 32
 
+
+def conv_band_row_bytes(g: Geometry, k: int, o: int) -> int:
+    """Temporaries of one output row of an integer CONV_2D band (patches counted at 8 bytes)."""
+    return g.n * g.ow * (k * 8 + o * CONV_BAND_ACC_BYTES)
+
+
+def row_bands(g: Geometry, row_bytes: int) -> Iterator[tuple[int, int]]:
+    """[r0, r1) bands of output rows whose temporaries (row_bytes a row) stay under IM2COL_TILE_BYTES."""
+    band = max(1, IM2COL_TILE_BYTES // max(row_bytes, 1))
+    for r0 in range(0, g.oh, band):
+        yield r0, min(g.oh, r0 + band)
+
+
+def _conv_quant(node: NodeContext, p: QuantizedConvParams) -> Kernel:
+    g, groups, out_shape = p.geometry, p.groups, p.output_shape
+    req = params_requantizer(p)
+    if g.empty:
+        return _zero_shape(out_shape, p.output_dtype)
+    w_t, b_t = node.input(1), node.input(2)
+    assert w_t is not None  # _conv_tensors checked the filter
+    in_zp, w_zp = p.input_zero_point, p.filter_zero_point
     k = g.kh * g.kw * (g.c // groups)
-    w_const = node.const(1)
-    max_w = (float(np.max(np.abs(w_const.astype(np.int64) - w_zp), initial=0))
-             if w_const is not None else float(max_abs_shifted(w_t.dtype, w_zp)))
-    ft = exact_dtype(k, max_abs_shifted(x_t.dtype, in_zp), max_w)
+    max_w = (float(np.max(np.abs(p.weights), initial=0)) if p.weights is not None
+             else float(max_abs_shifted(w_t.dtype, w_zp)))
+    max_x = max_abs_shifted(p.input_dtype, in_zp)
+    ft = exact_dtype(k, max_x, max_w)
 
     def wmat(w):
         return weight_matrix(np.asarray(w, np.int32) - w_zp, groups, ft)
-    wm_const = None if w_const is None else wmat(w_const)
-    b_const = node.const(2)
-    max_b = float(np.max(np.abs(b_const.astype(np.int64)), initial=0)) if b_const is not None else \
+    wm_const = None if p.weights is None else weight_matrix(p.weights, groups, ft)
+    b_const = p.bias
+    max_b = float(np.max(np.abs(b_const), initial=0)) if b_const is not None else \
         (0.0 if b_t is None else 2.0 ** 63)
     # The C++ int32 accumulator can only wrap if |sum + bias| may reach 2**31.
-    need_wrap = not wide and k * max_abs_shifted(x_t.dtype, in_zp) * max_w + max_b >= 2.0 ** 31
+    need_wrap = not p.wide and k * max_x * max_w + max_b >= 2.0 ** 31
+
+    o = out_shape[3]
+    row_bytes = conv_band_row_bytes(g, k, o)
+    tiled = groups == 1 and not g.pointwise and g.oh * row_bytes > IM2COL_TILE_BYTES
+
+    def finish(acc: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        if bias is not None:
+            acc += bias.reshape(-1).astype(np.int64)
+        if need_wrap:
+            quant.wrap_int32_inplace(acc)
+        return req(acc)
 
     def run(x, w, b=None):
         wm = wm_const if wm_const is not None else wmat(w)
         xs = x.astype(ft)
         if in_zp:
             xs -= ft(in_zp)
-        acc = grouped_matmul(g.im2col(xs, groups), wm, groups).astype(np.int64)
         bias = b_const if b_const is not None else b
-        if bias is not None:
-            acc += bias.reshape(-1).astype(np.int64)
-        if need_wrap:
-            quant.wrap_int32_inplace(acc)
-        return req(acc).reshape(out_shape)
+        if not tiled:
+            acc = grouped_matmul(g.im2col(xs, groups), wm, groups).astype(np.int64)
+            return finish(acc, bias).reshape(out_shape)
+        xp = g.pad(xs)
+        out = np.empty(out_shape, p.output_dtype)
+        for r0, r1 in row_bands(g, row_bytes):
+            acc = (g.im2col_rows(xp, r0, r1) @ wm).astype(np.int64)
+            out[:, r0:r1] = finish(acc, bias).reshape(g.n, r1 - r0, g.ow, o)
+        return out
     return run
 
 
 def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shape) -> Kernel:
     """Float input, int8 filter: CONV_2D v2 (per-tensor) and v5 (per-channel)."""
     w_t = node.input(1)
+    assert w_t is not None  # _conv_tensors checked the filter
     o = out_shape[3]
     scales = quantized_filter_scales(w_t)
     per_channel = scales.size > 1 and bool(np.any(scales != scales[0]))
@@ -564,6 +672,8 @@ def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shap
     b_const = node.const(2)
     ch_scale = scales if per_channel else None
     tensor_scale = np.float32(scales[0])
+    row_bytes = conv_band_row_bytes(g, k, o)
+    tiled = groups == 1 and not g.pointwise and g.oh * row_bytes > IM2COL_TILE_BYTES
 
     def run(x, w, b=None):
         wm = wm_const if wm_const is not None else weight_matrix(w, groups, ft)
@@ -577,14 +687,24 @@ def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shap
                 qb, sf = symmetric_quantize(x[i])
                 xs[i] = qb
                 factors[i] = np.float32(sf * tensor_scale)
-        acc = grouped_matmul(g.im2col(xs, groups), wm, groups)
-        acc = acc.astype(np.float32, copy=False).reshape(out_shape)
+        bias = b_const if b_const is not None else b
+        if not tiled:
+            acc = grouped_matmul(g.im2col(xs, groups), wm, groups)
+            return rescale(acc.astype(np.float32, copy=False).reshape(out_shape), factors, bias)
+        xp = g.pad(xs)
+        out = np.empty(out_shape, np.float32)
+        for r0, r1 in row_bands(g, row_bytes):
+            acc = (g.im2col_rows(xp, r0, r1) @ wm).astype(np.float32, copy=False)
+            out[:, r0:r1] = rescale(acc.reshape(g.n, r1 - r0, g.ow, o), factors, bias)
+        return out
+
+    def rescale(acc: np.ndarray, factors: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
         if per_channel:
             out = acc * ch_scale
             out *= factors[:, None, None, None]
         else:
             out = acc * factors[:, None, None, None]
-        return finish_float(out, b_const if b_const is not None else b, bounds)
+        return finish_float(out, bias, bounds)
     return run
 
 
@@ -592,6 +712,21 @@ def _conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shap
 
 @register("DEPTHWISE_CONV_2D", max_version=7, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
 def depthwise_conv_2d(node: NodeContext) -> Kernel:
+    x_t, w_t, b_t, y_t, g, mult, act, out_shape = _check_depthwise(node)
+    if is_float32(x_t):
+        xt, wt = x_t.type, w_t.type
+        bias_vector(node, b_t, out_shape[3], (xt,))
+        _check_filter_type(node, x_t, w_t, (xt, T_INT8))
+        _hybrid_is_float32(node, x_t, w_t)
+        if wt == xt:
+            return _dw_float(node, g, mult, act, out_shape)
+        return _dw_hybrid(node, g, mult, act, out_shape)
+    return _dw_quant(node, _dw_params(node, x_t, w_t, b_t, y_t, g, mult, act, out_shape))
+
+
+def _check_depthwise(node: NodeContext) -> tuple:
+    """DEPTHWISE_CONV_2D's checks shared by its float and quantized paths: (input, filter,
+    bias, output, geometry, depth multiplier, activation, output shape)."""
     x_t, w_t, b_t, y_t = _conv_tensors(node)
     one, kh, kw, o = (int(d) for d in w_t.shape)
     c = int(x_t.shape[3])
@@ -613,19 +748,23 @@ def depthwise_conv_2d(node: NodeContext) -> Kernel:
         if dm != mult:
             raise node.unsupported(f"depth_multiplier option {dm} does not match the filter "
                                    f"({o} channels for {c} input channels)")
+    return x_t, w_t, b_t, y_t, g, mult, act, out_shape
 
-    if is_float32(x_t):
-        bias_vector(node, b_t, o, (xt,))
-        _check_filter_type(node, x_t, w_t, (xt, T_INT8))
-        _hybrid_is_float32(node, x_t, w_t)
-        if wt == xt:
-            return _dw_float(node, g, mult, act, out_shape)
-        return _dw_hybrid(node, g, mult, act, out_shape)
+
+def _dw_params(node: NodeContext, x_t: Tensor, w_t: Tensor, b_t: Tensor | None, y_t: Tensor, g: Geometry,
+               mult: int, act: int, out_shape) -> QuantizedConvParams:
+    xt = x_t.type
+    o = out_shape[3]
     if xt not in QUANT_FILTER_TYPES:
         raise node.unsupported(f"input type {x_t.type_name} is not supported")
     _check_filter_type(node, x_t, w_t, QUANT_FILTER_TYPES[xt])
     bias_vector(node, b_t, o, (T_INT64,) if xt == T_INT16 else (T_INT32,))
-    return _dw_quant(node, g, mult, act, out_shape)
+    multiplier, shift, in_zp, _, offset, qmin, qmax = conv_quantization(node, x_t, w_t, b_t, y_t, act, o)
+    w_zp = zero_point(w_t) if xt == T_UINT8 else 0  # int8/int16: LiteRT uses weights_offset = 0
+    w_const = node.const(1)
+    weights = None if w_const is None else np.asarray(w_const[0], np.int32) - np.int32(w_zp)
+    return _conv_params(node, "DEPTHWISE_CONV_2D", g, 1, mult, x_t, y_t, out_shape, in_zp, offset, w_zp,
+                        multiplier, shift, qmin, qmax, xt == T_INT16, weights)
 
 
 def _dw_taps(g: Geometry, xp: np.ndarray, w: np.ndarray, acc_dtype) -> np.ndarray:
@@ -641,7 +780,22 @@ def _dw_taps(g: Geometry, xp: np.ndarray, w: np.ndarray, acc_dtype) -> np.ndarra
             else:
                 np.multiply(t, w[ky, kx], out=tmp, dtype=acc_dtype)
                 acc += tmp
+    assert acc is not None  # kh, kw >= 1 (_check_depthwise)
     return acc
+
+
+def _dw_run(g: Geometry, xp: np.ndarray, w: np.ndarray, acc_dtype, out_shape: tuple[int, int, int, int],
+            out_dtype, finish: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """finish(sum of the taps), whole, or a band of output rows at a time when the temporaries
+    (DW_BAND_BYTES per output element) would exceed IM2COL_TILE_BYTES."""
+    row_bytes = g.n * g.ow * out_shape[3] * DW_BAND_BYTES
+    if g.oh * row_bytes <= IM2COL_TILE_BYTES:
+        return finish(_dw_taps(g, xp, w, acc_dtype))
+    out = np.empty(out_shape, out_dtype)
+    for r0, r1 in row_bands(g, row_bytes):
+        gb, xb = g.band(xp, r0, r1)
+        out[:, r0:r1] = finish(_dw_taps(gb, xb, w, acc_dtype))
+    return out
 
 
 def _expand(x: np.ndarray, mult: int) -> np.ndarray:
@@ -660,50 +814,53 @@ def _dw_float(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) ->
     def run(x, w, b=None):
         wk = wc if wc is not None else np.asarray(w[0], dt)
         xp = g.pad(_expand(np.asarray(x, dt), mult))
-        out = _dw_taps(g, xp, wk, dt)
-        return finish_float(out, b_const if b_const is not None else b, bounds)
+        bias = b_const if b_const is not None else b
+        return _dw_run(g, xp, wk, dt, out_shape, dt, lambda acc: finish_float(acc, bias, bounds))
     return run
 
 
-def _dw_quant(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) -> Kernel:
-    x_t, w_t, b_t, y_t = node.input(0), node.input(1), node.input(2), node.outputs[0]
-    wide = x_t.type == T_INT16
-    req, in_zp, out_zp = conv_requantizer(node, x_t, w_t, b_t, y_t, act, out_shape[3], wide)
-    w_zp = zero_point(w_t) if x_t.type == T_UINT8 else 0  # int8/int16: LiteRT uses weights_offset = 0
+def _dw_quant(node: NodeContext, p: QuantizedConvParams) -> Kernel:
+    g, mult, wide = p.geometry, p.depth_multiplier, p.wide
+    req = params_requantizer(p)
+    in_zp, w_zp = p.input_zero_point, p.filter_zero_point
     if g.empty:
-        return _zero_shape(out_shape, y_t.dtype)
+        return _zero_shape(p.output_shape, p.output_dtype)
     # int32 taps are exact while kh*kw products fit; the int16 path accumulates in int64.
-    bound = g.kh * g.kw * max_abs_shifted(x_t.dtype, in_zp) * max_abs_shifted(w_t.dtype, w_zp)
+    w_t = node.input(1)
+    assert w_t is not None  # _conv_tensors checked the filter
+    bound = g.kh * g.kw * max_abs_shifted(p.input_dtype, in_zp) * max_abs_shifted(w_t.dtype, w_zp)
     acc_t = np.int32 if (not wide or bound < 2 ** 31) else np.int64
-    w_const = node.const(1)
 
     def wtaps(w):
         return np.ascontiguousarray(np.asarray(w[0], acc_t) - acc_t(w_zp))
-    wc = None if w_const is None else wtaps(w_const)
-    b_const = node.const(2)
+    wc = None if p.weights is None else np.ascontiguousarray(p.weights, acc_t)
+    b_const = p.bias
 
     def run(x, w, b=None):
         wk = wc if wc is not None else wtaps(w)
         xs = x.astype(acc_t)
         if in_zp:
             xs -= acc_t(in_zp)
-        acc = _dw_taps(g, g.pad(_expand(xs, mult)), wk, acc_t)
         bias = b_const if b_const is not None else b
-        if wide:
-            acc = acc.astype(np.int64)
-            if bias is not None:
-                acc += bias.reshape(-1).astype(np.int64)
-        else:
-            if bias is not None:
-                acc += bias.reshape(-1).astype(np.int32)  # wraps like the C++ int32 accumulator
-            acc = acc.astype(np.int64)
-        return req(acc)
+
+        def finish(acc: np.ndarray) -> np.ndarray:
+            if wide:
+                acc = acc.astype(np.int64)
+                if bias is not None:
+                    acc += bias.reshape(-1).astype(np.int64)
+            else:
+                if bias is not None:
+                    acc += bias.reshape(-1).astype(np.int32)  # wraps like the C++ int32 accumulator
+                acc = acc.astype(np.int64)
+            return req(acc)
+        return _dw_run(g, g.pad(_expand(xs, mult)), wk, acc_t, p.output_shape, p.output_dtype, finish)
     return run
 
 
 def _dw_hybrid(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) -> Kernel:
     """Float input, int8 filter: DEPTHWISE_CONV_2D v4/v6 (always per-channel scales)."""
     w_t = node.input(1)
+    assert w_t is not None  # _conv_tensors checked the filter
     o = out_shape[3]
     scales = quantized_filter_scales(w_t)
     if scales.size != o:
@@ -719,8 +876,11 @@ def _dw_hybrid(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) -
     def run(x, w, b=None):
         wk = wc if wc is not None else np.asarray(w[0], np.int32)
         xs, factors = asymmetric_quantize_batches(np.asarray(x, np.float32), np.int32)
-        acc = _dw_taps(g, g.pad(_expand(xs, mult)), wk, np.int32)
-        out = acc.astype(np.float32)
-        out *= scales[None, None, None, :] * factors[:, None, None, None]
-        return finish_float(out, b_const if b_const is not None else b, bounds)
+        bias = b_const if b_const is not None else b
+
+        def finish(acc: np.ndarray) -> np.ndarray:
+            out = acc.astype(np.float32)
+            out *= scales[None, None, None, :] * factors[:, None, None, None]
+            return finish_float(out, bias, bounds)
+        return _dw_run(g, g.pad(_expand(xs, mult)), wk, np.int32, out_shape, np.float32, finish)
     return run

@@ -17,6 +17,10 @@ kReference) and the reference kernels it calls:
 
 Integer accumulations run as float64 BLAS matmuls of integer-valued arrays, which are exact
 for these operand ranges, and are converted to int64 afterwards.
+
+The quantized path computes its prepared parameters first (`quantized_fc_params`: a frozen
+prepared.QuantizedFCParams) and builds run() from that object alone; a delegate reads the same
+object through prepared.prepared_params.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from acelera.core.kernels.common import (
     quantized_activation_range,
     scale_zp,
 )
+from acelera.core.kernels.prepared import QuantizedFCParams, frozen_array
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import round_half_away, wrap_int32
 
@@ -196,8 +201,9 @@ class ExactIntMatmul:
 
 
 # --- the kernel ---------------------------------------------------------------------------
-@register("FULLY_CONNECTED", max_version=14, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
-def fully_connected(node: NodeContext):
+def _check_fc(node: NodeContext) -> tuple:
+    """FULLY_CONNECTED's checks shared by every path: (activation, keep_num_dims, asymmetric
+    inputs, quantized_bias_type, input, weights, bias, output, units, depth, out_shape)."""
     opts = node.options
     act = int(opts.get("fused_activation_function", NONE) or 0)
     keep_num_dims = bool(opts.get("keep_num_dims", False))
@@ -218,7 +224,6 @@ def fully_connected(node: NodeContext):
     if w_t.sparsity is not None:
         raise node.unsupported("sparse weights are not supported")
     units, k = int(w_t.shape[0]), int(w_t.shape[1])
-    in_type, w_type = x_t.type_name, w_t.type_name
     if b_t is not None and int(np.prod(b_t.shape)) != units:
         raise node.unsupported(f"bias has {int(np.prod(b_t.shape))} elements, expected {units}")
 
@@ -233,6 +238,17 @@ def fully_connected(node: NodeContext):
         return (batch, units)
 
     out_shape(tuple(x_t.shape))  # validate now
+    return act, keep_num_dims, asymmetric, qbt, x_t, w_t, b_t, out_t, units, k, out_shape
+
+
+def _is_quantized_path(x_t, w_t) -> bool:
+    return not (x_t.type_name == "FLOAT32" and w_t.type_name in ("FLOAT32", "UINT8", "INT8", "INT4"))
+
+
+@register("FULLY_CONNECTED", max_version=14, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
+def fully_connected(node: NodeContext):
+    act, keep_num_dims, asymmetric, qbt, x_t, w_t, b_t, out_t, units, k, out_shape = _check_fc(node)
+    in_type, w_type = x_t.type_name, w_t.type_name
     out_dtype = out_t.dtype
 
     shapes: dict[tuple, tuple] = {}
@@ -251,14 +267,21 @@ def fully_connected(node: NodeContext):
             return np.zeros(out_shape(x.shape), out_dtype)
         return run_empty
 
-    quantized_w = w_type in ("UINT8", "INT8", "INT4", "INT16")
     if in_type == "FLOAT32" and w_type == "FLOAT32":
         return _prepare_float(node, act, b_t, out_t, as_rows)
     if in_type == "FLOAT32" and w_type in ("UINT8", "INT8", "INT4"):
         return _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows)
-    if not quantized_w or in_type not in ("UINT8", "INT8", "INT16"):
-        raise node.unsupported(f"input type {in_type} with weights type {w_type} is not supported")
-    return _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows)
+    return _quantized_run(_fc_params(node, act, qbt, keep_num_dims, x_t, w_t, b_t, out_t, units, k), as_rows)
+
+
+def quantized_fc_params(node: NodeContext) -> QuantizedFCParams | None:
+    """The prepared parameters of a quantized FULLY_CONNECTED node (None for float or hybrid
+    input and for a depth of 0, which the reference zero-fills); raises what the reference
+    kernel's prepare raises."""
+    act, keep_num_dims, _, qbt, x_t, w_t, b_t, out_t, units, k, _ = _check_fc(node)
+    if k == 0 or not _is_quantized_path(x_t, w_t):
+        return None
+    return _fc_params(node, act, qbt, keep_num_dims, x_t, w_t, b_t, out_t, units, k)
 
 
 def _prepare_float(node, act, b_t, out_t, as_rows):
@@ -364,8 +387,11 @@ def _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows):
     return run
 
 
-def _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows):
+def _fc_params(node, act, qbt, keep_num_dims, x_t, w_t, b_t, out_t, units, k) -> QuantizedFCParams:
     in_type, w_type, out_type = x_t.type_name, w_t.type_name, out_t.type_name
+    quantized_w = w_type in ("UINT8", "INT8", "INT4", "INT16")
+    if not quantized_w or in_type not in ("UINT8", "INT8", "INT16"):
+        raise node.unsupported(f"input type {in_type} with weights type {w_type} is not supported")
     if act not in CLIPPING_ACTIVATIONS:
         raise node.unsupported(f"fused activation {ACTIVATION_NAMES.get(act, act)} is not supported "
                                "(only NONE, RELU, RELU_N1_TO_1, RELU6)")
@@ -413,29 +439,58 @@ def _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows):
                                    f"{product}")
 
     lo, hi = quantized_activation_range(act, out_scale, out_zp, out_t.dtype)
-    out_dtype = out_t.dtype
     fixed_point = w_type == "INT16"  # int16 x int16: fixed-point int64 requantization
     per_channel = pcs is not None
     w_offset = 0 if per_channel else w_zp  # per-channel weights are taken as symmetric
 
+    eff = mult = shift = None
     if fixed_point:
-        if per_channel:
+        if pcs is not None:
             reals = [np.float64(in_scale) * np.float64(s) / np.float64(out_scale) for s in pcs]
             mult, shift = quant.quantize_multipliers(reals)
         else:
             real = np.float64(np.float32(in_scale) * np.float32(w_scale)) / np.float64(out_scale)
             m, s = quant.quantize_multiplier(float(real))
-            mult, shift = np.int64(m), np.int64(s)
+            mult, shift = np.array([m], np.int64), np.array([s], np.int64)
     else:
         eff = (np.float64(np.float32(in_scale)) * pcs.astype(np.float64) / np.float64(np.float32(out_scale))
-               if per_channel else
-               np.float64(np.float32(in_scale)) * np.float64(np.float32(w_scale)) / np.float64(np.float32(out_scale)))
+               if pcs is not None else
+               np.array([np.float64(np.float32(in_scale)) * np.float64(np.float32(w_scale))
+                         / np.float64(np.float32(out_scale))]))
 
     # Accumulator width: int32 (wrapping) for 8-bit activations and for int16 activations
     # with quantized_bias_type INT32; int64 otherwise.
     acc32 = (not int16_io) or (qbt == _TT_INT32 and not fixed_point)
-    in_info = np.iinfo(x_t.dtype)
+    w_const = node.const(1)
+    weights = None
+    if w_const is not None:
+        weights = np.asarray(w_const).astype(np.int32)
+        if w_offset:
+            weights -= np.int32(w_offset)
+    b_const = node.const(2)
+    return QuantizedFCParams(
+        units=units, depth=k, input_dtype=np.dtype(x_t.dtype), weights_type=w_type,
+        output_dtype=np.dtype(out_t.dtype), keep_num_dims=bool(keep_num_dims), input_zero_point=int(in_zp),
+        output_zero_point=int(out_zp), weights_offset=int(w_offset), per_channel=per_channel,
+        fixed_point=fixed_point, effective_scale=frozen_array(eff, np.float64),
+        multiplier=frozen_array(mult, np.int64), shift=frozen_array(shift, np.int64), qmin=int(lo), qmax=int(hi),
+        acc32=bool(acc32), weights=frozen_array(weights, np.int32),
+        bias=None if b_const is None else frozen_array(np.asarray(b_const).reshape(-1), np.int64),
+        bias_from_input=b_t is not None and b_const is None, bias_type=bias_kind)
+
+
+def _quantized_run(p: QuantizedFCParams, as_rows):
+    in_zp, out_zp, lo, hi = p.input_zero_point, p.output_zero_point, p.qmin, p.qmax
+    out_dtype, fixed_point, w_offset = p.output_dtype, p.fixed_point, p.weights_offset
+    if fixed_point:
+        assert p.multiplier is not None and p.shift is not None  # set when fixed_point
+        mult, shift = (p.multiplier, p.shift) if p.per_channel else (p.multiplier[0], p.shift[0])
+    else:
+        assert p.effective_scale is not None  # set unless fixed_point
+        eff = p.effective_scale if p.per_channel else p.effective_scale[0]
+    in_info = np.iinfo(p.input_dtype)
     x_max = max(abs(int(in_info.min) - in_zp), abs(int(in_info.max) - in_zp))
+    w_type = p.weights_type
     w_info = np.iinfo(np.int16 if w_type == "INT16" else np.int8 if w_type in ("INT8", "INT4") else np.uint8)
     w_max = max(abs(int(w_info.min) - w_offset), abs(int(w_info.max) - w_offset))
 
@@ -448,24 +503,22 @@ def _prepare_quantized(node, act, qbt, x_t, w_t, b_t, out_t, units, k, as_rows):
     def prep_b(b):
         return None if b is None else np.asarray(b).reshape(-1).astype(np.float64)
 
-    w_const = node.const(1)
-    wt_pre = None if w_const is None else prep_w(w_const)
-    b_const = node.const(2)
-    b_pre = prep_b(b_const)
-    if b_t is None:
+    wt_pre = None if p.weights is None else ExactIntMatmul(p.weights.astype(np.float64), x_max)
+    b_pre = prep_b(p.bias)
+    if p.bias_type is None:
         bias_max = 0
     elif b_pre is not None:
         bias_max = int(np.abs(b_pre).max(initial=0))
     else:
-        bias_max = (1 << 63) if b_t.type_name == "INT64" else (1 << 31)
-    acc_limit = acc_bound(k, x_max, w_max, bias_max)
-    may_wrap = acc32 and acc_limit >= 1 << 31
+        bias_max = (1 << 63) if p.bias_type == "INT64" else (1 << 31)
+    acc_limit = acc_bound(p.depth, x_max, w_max, bias_max)
+    may_wrap = p.acc32 and acc_limit >= 1 << 31
     if may_wrap:
         acc_limit = 1 << 31
     # When |acc * scale| provably stays far inside int32, the out-of-range cast and the
     # int32 wrap of "+ output_offset" cannot happen and their checks are skipped.
     real_max = float(np.max(eff)) if not fixed_point else float(
-        np.max(mult.astype(np.float64) * np.exp2(shift.astype(np.float64) - 31)))
+        np.max(np.asarray(mult).astype(np.float64) * np.exp2(np.asarray(shift).astype(np.float64) - 31)))
     in_range = acc_limit * real_max + abs(out_zp) + 2 < 2.0 ** 31 and acc_limit < 2 ** 52
     lo_f, hi_f = float(lo), float(hi)
 

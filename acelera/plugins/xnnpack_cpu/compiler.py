@@ -3,12 +3,17 @@
 Fusion (float32):
 - CONV_2D / FULLY_CONNECTED [-> ADD of a residual, possibly a channel-PADded one] [-> RELU,
   RELU6, RELU_N1_TO_1 clamps, then one PRELU, HARD_SWISH or (small) LOGISTIC] is one step:
-  blocked im2col + BLAS GEMM + one epilogue pass;
+  blocked im2col (from a zero-bordered copy) + BLAS GEMM + one epilogue pass, or for at most
+  conv.SMALL_M output pixels one numba GEMM with the epilogue fused;
+- a CONV_2D whose only reader is a DEPTHWISE_CONV_2D leaves its bias and clamp to the
+  depthwise step, which applies them while it copies its input (one pass less);
 - chains of small FULLY_CONNECTED / pointwise CONV_2D layers (MLPs, squeeze-excite blocks)
   with their activations are one numba call;
-- DEPTHWISE_CONV_2D [-> activations] is one depthwise call.
-A chain only absorbs a node whose input has no other reader and is not a partition output,
-and runs where its last node was. Quantized nodes run on the reference kernels (bit-exact).
+- DEPTHWISE_CONV_2D [-> activations] is one depthwise call;
+- LOGISTIC + MUL(x, LOGISTIC(x)) (swish) is one pass.
+A chain only absorbs a node whose input has no other reader and is not a partition output
+(nor taken by another chain), and runs where its last node was. Quantized nodes run on the
+int8 steps (int8_conv.py) or the reference kernels (bit-exact).
 
 Buffers are planned in planner.py; partition inputs are copied into their buffers at invoke
 time (in the storage type: float16 in fp16 mode).
@@ -112,6 +117,8 @@ class Builder:
         self.absorbed: set[int] = set()
         self.deferred: set[int] = set()
         self.specs: list[tuple[int, Spec]] = []  # (position of the last node, spec)
+        #: depthwise node -> (bias, clamp) of the convolution feeding it, which it applies itself
+        self.pre: dict[int, tuple[np.ndarray, Act]] = {}
         self.pos = {n: i for i, n in enumerate(graph.order)}
 
     def r16(self, a):
@@ -133,6 +140,12 @@ class Builder:
         self.specs.sort(key=lambda p: p[0])
         return [s for _, s in self.specs]
 
+    def reader(self, t: int) -> int | None:
+        """The sole reader of t (graph.sole_reader) unless a chain has already taken it (the
+        residual ADD of two convolutions goes to the first chain that reaches it)."""
+        r = self.g.sole_reader(t)
+        return None if r is None or r in self.absorbed else r
+
     def label(self, nodes) -> str:
         ops = "+".join(self.g.ctx(n).op.name for n in nodes)
         return f"{ops} (node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))})"
@@ -150,6 +163,12 @@ class Builder:
                 r = self.dw_chain(n)
                 if r is not None:
                     return r
+            if op == "LOGISTIC":
+                m = self._swish_mul(n)
+                if m is not None:  # x * LOGISTIC(x) (swish, SiLU) in one pass
+                    self.absorbed.add(m)
+                    return m, ops.swish_spec(self.label([n, m]), (n, m), ctx.op.inputs[0], self.g.ctx(m).op.outputs[0],
+                                             ctx.inputs[0].shape)
             spec = self.single(n, ctx, op)
         if spec is None:
             spec = ops.reference_spec(self.label([n]), (n,), ctx, list(ctx.op.inputs), self.g.consts,
@@ -164,7 +183,7 @@ class Builder:
         Returns (nodes, new tensor, act1, act2); after_add: clamps go into act2."""
         nodes = []
         while True:
-            r = self.g.sole_reader(t)
+            r = self.reader(t)
             if r is None or not is_float(self.g.ctx(r)):
                 break
             rc = self.g.ctx(r)
@@ -211,7 +230,7 @@ class Builder:
 
     def _feeds_add(self, n: int) -> bool:
         """Whether n's output goes only to an ADD (a residual the GEMM path fuses)."""
-        r = self.g.sole_reader(self.g.ctx(n).op.outputs[0])
+        r = self.reader(self.g.ctx(n).op.outputs[0])
         return r is not None and self.g.ctx(r).op.name == "ADD"
 
     def small_fc(self, n: int) -> bool:
@@ -250,7 +269,7 @@ class Builder:
             more, t, act, act2 = self.absorb_tail(ctx.op.outputs[0], act_of(ctx), Act(), False, allow_prelu=False)
             nodes += [cur] + more
             layers.append((m, k, nn, w, b, (act, act2), t))
-            nxt = g.sole_reader(t)
+            nxt = self.reader(t)
             if (self.fp16 or nxt is None or not self.small_fc(nxt) or g.ctx(nxt).op.inputs[0] != t
                     or self._feeds_add(nxt)):
                 break
@@ -290,7 +309,7 @@ class Builder:
         res_tid, cres, full = None, 0, False
         c_out = out_t.shape[-1]
         # residual ADD
-        r = g.sole_reader(t)
+        r = self.reader(t)
         if r is not None and g.ctx(r).op.name == "ADD" and is_float(g.ctx(r)):
             rc = g.ctx(r)
             a_, b_ = rc.op.inputs[:2]
@@ -320,6 +339,11 @@ class Builder:
             k = int(w.shape[1])
             m = int(np.prod(ctx.inputs[0].shape)) // k
         alpha = act2.alpha
+        raw = (res_tid is None and act2.trivial and m > conv.SMALL_M and self._dw_takes_bias(t)
+               and (kind == "fc" or not geom.pointwise or (geom.sh == 1 and geom.sw == 1)))
+        if raw:  # the depthwise conv reading t adds the bias and clamp as it copies its input
+            self.pre[self.reader(t)] = (self.r16(b).reshape(-1) if b is not None else np.zeros(c_out, np.float32),
+                                        act1)
 
         def pack():
             wm = self.r16(w).reshape(w.shape[0], -1)
@@ -329,8 +353,41 @@ class Builder:
                 p["alpha"] = np.ascontiguousarray(alpha, np.float32)
             return p
         spec = conv.gemm_spec(self.label(nodes), tuple(nodes), x_tid, t, res_tid, kind, geom, m, k, c_out, pack,
-                           act1, act2, cres, full)
+                           act1, act2, cres, full, raw=raw)
         return nodes[-1] if len(nodes) == 1 else max(nodes, key=self.pos.get), spec
+
+    def _swish_mul(self, n: int) -> int | None:
+        """The MUL computing x * LOGISTIC(x) from LOGISTIC node n, when x feeds only those two
+        nodes and the MUL has no activation."""
+        from acelera.plugins.xnnpack_cpu import jit
+
+        g = self.g
+        ctx = g.ctx(n)
+        x, s = ctx.op.inputs[0], ctx.op.outputs[0]
+        m = self.reader(s)
+        if not jit.AVAILABLE or m is None or x in g.consts or x in g.outputs:
+            return None
+        mc = g.ctx(m)
+        if (mc.op.name != "MUL" or not is_float(mc) or sorted(mc.op.inputs[:2]) != sorted((x, s))
+                or int(mc.options.get("fused_activation_function", 0) or 0) != 0
+                or tuple(mc.outputs[0].shape) != tuple(ctx.inputs[0].shape)):
+            return None
+        return m if sorted(g.readers.get(x, [])) == sorted((n, m)) else None
+
+    def _dw_takes_bias(self, t: int) -> bool:
+        """Whether t is read only by a DEPTHWISE_CONV_2D that runs jit.dw_rows (float32 storage,
+        depth multiplier 1), which can then apply the producer's bias and clamp itself."""
+        from acelera.plugins.xnnpack_cpu import jit
+
+        r = self.reader(t)
+        if r is None or self.fp16 or not jit.AVAILABLE:
+            return False
+        rc = self.g.ctx(r)
+        if rc.op.name != "DEPTHWISE_CONV_2D" or not is_float(rc) or rc.op.inputs[0] != t:
+            return False
+        if self.g.const(rc.op.inputs[1]) is None or rc.inputs[1].shape[3] != rc.inputs[0].shape[3]:
+            return False
+        return not conv.dw_is_scale(conv.conv_geometry(rc))
 
     def _deferred_pads(self) -> set[int]:
         """Channel PADs that a later CONV_2D chain takes as its residual: not emitted alone."""
@@ -380,8 +437,9 @@ class Builder:
         more, t, act, act2 = self.absorb_tail(ctx.op.outputs[0], act_of(ctx), Act(), after_add=False)
         nodes = [n] + more
         alpha = act2.alpha
+        pre = self.pre.get(n)
         spec = conv.dw_spec(self.label(nodes), tuple(nodes), ctx.op.inputs[0], t, geom,
-                         lambda: conv.dw_pack(w, b, alpha, geom, self.r16), act, act2)
+                         lambda: conv.dw_pack(w, b, alpha, geom, self.r16, pre), act, act2, pre[1] if pre is not None else None)
         return max(nodes, key=self.pos.get), spec
 
     # -- single nodes -----------------------------------------------------------------------------

@@ -9,7 +9,22 @@ import numpy as np
 from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext
 from acelera.plugins.xnnpack_cpu import jit
-from acelera.plugins.xnnpack_cpu.spec import F32, HSWISH, PRELU, Act, Spec, act_numpy, clamp_fn, epilogue, f32c, seq, tile_row
+from acelera.plugins.xnnpack_cpu.spec import (
+    EMPTY,
+    F32,
+    HSWISH,
+    PRELU,
+    Act,
+    Spec,
+    act_numpy,
+    block_copies,
+    clamp_fn,
+    epilogue,
+    f32c,
+    native_copy,
+    seq,
+    tile_row,
+)
 
 # --- convolution, fully connected -------------------------------------------------------------
 
@@ -21,6 +36,12 @@ def conv_geometry(ctx: NodeContext) -> Geometry:
                          int(o.get("dilation_h_factor", 1) or 1), int(o.get("dilation_w_factor", 1) or 1))
 
 
+#: up to this many GEMM rows (output pixels) a convolution or FULLY_CONNECTED runs on
+#: jit.gemm_small with its epilogue fused (BLAS repacks the weights every call)
+SMALL_M = 12
+#: a step of at least this many multiply-adds is split in two halves that two threads run
+#: when --num_threads allows (smaller ones cost less than handing half to another thread)
+PAR_MACS = 1 << 19
 BLOCK_BYTES = 96 << 10  # per-block working set target: im2col rows + outputs stay in L2
 MAX_BLOCKS = 16
 
@@ -34,81 +55,104 @@ def row_blocks(rows: int, row_bytes: int) -> int:
 
 
 def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None, m: int, k: int, n_out: int,
-              pack, act1: Act, act2: Act, cres: int, full_res: bool) -> Spec:
+              pack, act1: Act, act2: Act, cres: int, full_res: bool, raw: bool = False) -> Spec:
     """CONV_2D (kind 'conv') or FULLY_CONNECTED ('fc') with its fused bias, activations and
     residual add. pack() returns {'w': (K, N) float32, 'b': (N,), 'alpha': (N,) or absent}.
 
     Large convolutions run in blocks of output rows (im2col, GEMM and epilogue of a block
-    while it is in cache); the im2col and accumulator scratch only hold one block."""
+    while it is in cache); the im2col and accumulator scratch only hold one block (one per
+    half when the step is big enough to be split between two threads: jit.Par). With `raw`
+    the output is the bare product: the depthwise conv reading it adds bias and clamp."""
     pointwise = kind == "fc" or (geom.pointwise and geom.sh == 1 and geom.sw == 1)
     ow = geom.ow if geom is not None else 1
     rows = m // ow
     numba_ok = jit.AVAILABLE and (pointwise or not geom.pointwise)
+    small = jit.AVAILABLE and m <= SMALL_M and (res_tid is None or cres == n_out) and not raw
+    split = jit.AVAILABLE and small and n_out >= 32 and m * k * n_out >= PAR_MACS  # BLAS splits the others
     row_bytes = ow * 4 * ((0 if pointwise else k) + n_out * (2 if res_tid is not None else 1))
-    rb = row_blocks(rows, row_bytes) if numba_ok else rows
+    rb = row_blocks(rows, row_bytes) if numba_ok and not small else rows
+    if split and not small:
+        rb = min(rb, -(-rows // 2))
+    halves = 2 if split and not small else 1
+    padded = jit.AVAILABLE and not pointwise and not geom.pointwise  # im2col from a zero-bordered copy
     scratch = []
-    if not pointwise:
-        scratch.append(((rb * ow, k), F32))  # im2col / strided gather, one block
+    if not pointwise:  # im2col / strided gather, one block (per half), and the over-copy's slack
+        scratch.append(((halves * rb * ow * k + (IM2COL_SLACK if padded else 0),), F32))
     if res_tid is not None:
-        scratch.append(((rb * ow, n_out), F32))  # accumulator when the output overwrites the residual
+        scratch.append(((halves * rb * ow, n_out), F32))  # accumulator when the output overwrites the residual
     if act2.kind in (PRELU, HSWISH) and not jit.AVAILABLE:
         scratch.append(((m, n_out), F32))
     ins = (x_tid,) + ((res_tid,) if res_tid is not None else ())
     inplace = {out_tid: res_tid} if res_tid is not None and full_res else {}
+    private = (((padded_size(geom) + IM2COL_SLACK,), F32),) if padded else ()
 
-    def build(a, s, _private, p):
+    def build(a, s, private, p):
         x, out = a[x_tid], a[out_tid]
         out2 = out.reshape(m, n_out)
         si = 0
         cols_s = None
+        head = []
         if not pointwise:
-            cols_s = s[si]
+            cols_s = s[si][:halves * rb * ow * k].reshape(halves * rb * ow, k)
             si += 1
+        if padded:
+            xp = private[0]
+            head.append(pad_into(x, xp, geom))
         res2 = a[res_tid].reshape(m, cres) if res_tid is not None else None
         onto = res2 is not None and np.shares_memory(res2, out2)
         acc_s = s[si] if res_tid is not None else None
         si += 1 if res_tid is not None else 0
         tmp = s[si] if act2.kind in (PRELU, HSWISH) and not jit.AVAILABLE else None
         w = p["w"]
+        if small:
+            if pointwise:
+                cols, gather = x.reshape(m, k), None
+            elif padded:
+                cols, gather = cols_s, _gather_padded(xp, cols_s, geom, 0, geom.n * geom.oh)
+            else:
+                cols, gather = cols_s, _gather(x, cols_s, geom)
+            al = p.get("alpha")
+            args = (jit.OP_GEMM, cols, w, p["b"], f32c(act1.lo), f32c(act1.hi),
+                    res2 if res2 is not None else EMPTY.reshape(1, 1), int(res2 is not None),
+                    al if al is not None else np.zeros(n_out, F32), f32c(act2.lo), f32c(act2.hi), act2.kind,
+                    acc_s[:m] if onto else out2, out2)
+            if split:
+                h = n_out // 2 // 16 * 16
+                step = jit.Par([jit.Native(*args, 0, h)], [jit.Native(*args, h, n_out)])
+            else:
+                step = jit.Native(*args, 0, n_out)
+            return head + ([gather, step] if gather is not None else [step])
         act2p = Act(act2.lo, act2.hi, act2.kind, p.get("alpha"))
-        calls = []
-        for r0 in range(0, rows, rb):
+        mm = np.matmul
+        groups: list[list] = [[] for _ in range(halves)]
+        starts = list(range(0, rows, rb))
+        for b, r0 in enumerate(starts):
+            half = 0 if halves == 1 or b < (len(starts) + 1) // 2 else 1
             r1 = min(rows, r0 + rb)
             p0, p1 = r0 * ow, r1 * ow
+            base = half * rb * ow
             if pointwise:
                 cols, gather = x.reshape(m, k)[p0:p1], None
-            elif rb == rows:
+            elif padded:
+                cols = cols_s[base:base + p1 - p0]
+                gather = _gather_padded(xp, cols, geom, r0, r1)
+            else:  # numpy, or a strided 1x1 convolution (a strided copy): one block
                 cols, gather = cols_s, _gather(x, cols_s, geom)
-            else:
-                cols = cols_s[:p1 - p0]
-                gather = _gather_rows(x, cols, geom, r0, r1)
             ob = out2[p0:p1]
-            acc = acc_s[:p1 - p0] if onto else ob
+            acc = acc_s[base:base + p1 - p0] if onto else ob
             rsb = None if res2 is None else res2[p0:p1]
-            epi = epilogue(acc, ob, p["b"], act1, rsb, act2p, tmp, ow)
-            calls.append((gather, cols, acc, epi))
-        mm = np.matmul
-        if len(calls) == 1:
-            gather, cols, acc, epi = calls[0]
-            if gather is None:
-                def run():
-                    mm(cols, w, out=acc)
-                    epi()
-            else:
-                def run():
-                    gather()
-                    mm(cols, w, out=acc)
-                    epi()
-            return run
+            if gather is not None:
+                groups[half].append(gather)
+            groups[half].append(_matmul(mm, cols, w, acc))
+            if not raw:
+                groups[half].append(epilogue(acc, ob, p["b"], act1, rsb, act2p, tmp, ow))
+        return head + ([jit.Par(*groups)] if halves == 2 else groups[0])
+    return Spec(label, nodes, ins, (out_tid,), build, pack, tuple(scratch), private, inplace=inplace,
+                gemm_mnk=m * k * n_out)
 
-        def run_blocks():
-            for gather, cols, acc, epi in calls:
-                if gather is not None:
-                    gather()
-                mm(cols, w, out=acc)
-                epi()
-        return run_blocks
-    return Spec(label, nodes, ins, (out_tid,), build, pack, tuple(scratch), inplace=inplace, gemm_mnk=m * k * n_out)
+
+def _matmul(mm, a: np.ndarray, b: np.ndarray, out: np.ndarray):
+    return lambda: mm(a, b, out=out)
 
 
 def fc_chain_spec(label, nodes, x_tid, out_tid, m: int, k0: int, width: int, pack, mnk: int) -> Spec:
@@ -116,13 +160,39 @@ def fc_chain_spec(label, nodes, x_tid, out_tid, m: int, k0: int, width: int, pac
     def build(a, s, _p, p):
         x = a[x_tid].reshape(m, k0)
         out = a[out_tid]
-        return jit.bind(jit.fc_chain, x, p["params"], p["meta"], s[0], out)
+        return jit.Native(jit.OP_FC_CHAIN, x, p["params"], p["meta"], s[0], out.reshape(-1))
     return Spec(label, nodes, (x_tid,), (out_tid,), build, pack, scratch=(((2, m * width), F32),), gemm_mnk=mnk)
 
 
-def _gather_rows(x: np.ndarray, cols: np.ndarray, g: Geometry, r0: int, r1: int):
-    return jit.bind(jit.im2col, x.reshape(-1), g.h, g.w, g.c, cols.reshape(-1), g.kh, g.kw, g.sh, g.sw,
-                    g.dh, g.dw, g.pt, g.pl, g.oh, g.ow, r0, r1)
+IM2COL_SLACK = 16  # floats after the im2col buffer and the padded input (jit.im2col_padded)
+
+
+def padded_dims(g: Geometry) -> tuple[int, int]:
+    """(rows, columns) of the zero-bordered input every tap of geometry g reads in range."""
+    hp = max((g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1, g.pt + g.h)
+    wp = max((g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1, g.pl + g.w)
+    return hp, wp
+
+
+def padded_size(g: Geometry) -> int:
+    hp, wp = padded_dims(g)
+    return g.n * hp * wp * g.c
+
+
+def pad_into(x: np.ndarray, xp: np.ndarray, g: Geometry):
+    """The native copy of x into the interior of the zero-bordered xp (borders stay zero)."""
+    hp, wp = padded_dims(g)
+    shape = (g.n, hp, wp, g.c)
+    dst = xp[:padded_size(g)].reshape(shape)
+    return native_copy(dst, [(x.reshape(g.n, g.h, g.w, g.c), block_copies((g.n, g.h, g.w, g.c), shape,
+                                                                              [0, g.pt, g.pl, 0]))],
+                       -np.inf, np.inf)
+
+
+def _gather_padded(xp: np.ndarray, cols: np.ndarray, g: Geometry, r0: int, r1: int):
+    hp, wp = padded_dims(g)
+    return jit.Native(jit.OP_IM2COL_PADDED, xp, hp, wp, g.c, cols.reshape(-1), g.kh, g.kw, g.sh, g.sw, g.dh, g.dw,
+                      g.oh, g.ow, r0, r1)
 
 
 def _gather(x: np.ndarray, cols: np.ndarray, g: Geometry):
@@ -131,8 +201,6 @@ def _gather(x: np.ndarray, cols: np.ndarray, g: Geometry):
         src = x[:, ::g.sh, ::g.sw, :][:, :g.oh, :g.ow, :]
         dst = cols.reshape(g.n, g.oh, g.ow, g.c)
         return lambda: np.copyto(dst, src)
-    if jit.AVAILABLE:
-        return _gather_rows(x, cols, g, 0, g.n * g.oh)
     # numpy: one copy per tap of the in-range window; padded positions are zeroed per call
     cols6 = cols.reshape(g.n, g.oh, g.ow, g.kh, g.kw, g.c)
     copies, zeros = [], []
@@ -202,9 +270,17 @@ def dw_block(g: Geometry) -> int:
     return max(k for k in range(1, g.ow + 1) if g.ow % k == 0 and (k * g.c <= 256 or k == 1))
 
 
-def dw_pack(w: np.ndarray, b: np.ndarray | None, alpha: np.ndarray | None, g: Geometry, r16) -> dict:
+def dw_is_scale(g: Geometry) -> bool:
+    """A 1x1, stride-1, unpadded depthwise conv: a per-channel scale (jit.dw_1x1)."""
+    return (jit.AVAILABLE and g.kh == g.kw == 1 and g.sh == g.sw == 1 and g.pt == g.pl == 0
+            and (g.oh, g.ow) == (g.h, g.w))
+
+
+def dw_pack(w: np.ndarray, b: np.ndarray | None, alpha: np.ndarray | None, g: Geometry, r16,
+            pre: tuple | None = None) -> dict:
     """Taps tiled to a block of pixels: wt (KH*KW, block*C), bias and alpha likewise, so one
-    tap is a contiguous multiply over each block of an output row."""
+    tap is a contiguous multiply over each block of an output row; with `pre` (the producing
+    convolution's bias and clamp), that bias tiled to an input row (pbt)."""
     c = g.c
     k = dw_block(g)
     taps = r16(np.asarray(w, F32).reshape(g.kh * g.kw, 1, c))
@@ -212,37 +288,53 @@ def dw_pack(w: np.ndarray, b: np.ndarray | None, alpha: np.ndarray | None, g: Ge
            "bt": tile_row(r16(b) if b is not None else np.zeros(c, F32), k)}
     if alpha is not None:
         out["at"] = tile_row(r16(alpha), k)
+    if pre is not None:
+        out["pbt"] = tile_row(np.asarray(pre[0], F32), g.w)
     return out
 
 
-def dw_spec(label, nodes, x_tid, out_tid, g: Geometry, pack, act: Act, act2: Act) -> Spec:
-    """DEPTHWISE_CONV_2D (depth multiplier 1) with bias, clamp `act` and activation `act2`."""
+def dw_spec(label, nodes, x_tid, out_tid, g: Geometry, pack, act: Act, act2: Act, pre: Act | None = None) -> Spec:
+    """DEPTHWISE_CONV_2D (depth multiplier 1) with bias, clamp `act` and activation `act2`;
+    `pre`: the clamp of the producing convolution, whose bias (packed: pbt) and clamp this
+    step applies to its input (the producer then skips its epilogue)."""
     lay = DwLayout.make(g)
     row = g.ow * g.c
-    scratch = () if jit.AVAILABLE else (((g.n, g.oh, row), F32),)
-    if jit.AVAILABLE and g.kh == g.kw == 1 and g.sh == g.sw == 1 and g.pt == g.pl == 0 and (g.oh, g.ow) == (g.h, g.w):
+    if dw_is_scale(g):
         def build_1x1(a, _s, _private, p):  # a per-channel scale: no padded copy
             x, out = a[x_tid].reshape(g.n * g.h, row), a[out_tid].reshape(g.n * g.h, row)
             at = p.get("at")
-            return jit.bind(jit.dw_1x1, x, p["wt"][0], p["bt"], f32c(act.lo), f32c(act.hi),
-                            at if at is not None else np.zeros(p["wt"].shape[1], F32), act2.kind, f32c(act2.lo),
-                            f32c(act2.hi), out)
+            return jit.Native(jit.OP_DW_1X1, x, p["wt"][0], p["bt"], f32c(act.lo), f32c(act.hi),
+                              at if at is not None else np.zeros(p["wt"].shape[1], F32), act2.kind, f32c(act2.lo),
+                              f32c(act2.hi), out)
         return Spec(label, nodes, (x_tid,), (out_tid,), build_1x1, pack)  # no in-place: aliasing defeats SIMD
+    if jit.AVAILABLE:
+        rowlen = lay.wq * g.c
+        taps = lay.phase * (lay.hp * rowlen) + lay.rowoff * rowlen + lay.coloff
+
+        def build_native(a, _s, private, p):
+            x, out = a[x_tid], a[out_tid]
+            wt = p["wt"]
+            at = p.get("at")
+            args = (jit.OP_DW, x.reshape(g.n, g.h, g.w * g.c), private[0].reshape(-1), g.c, g.pt, g.pl,
+                    g.sh, g.sw, lay.hp, rowlen, int(lay.rowoff[-1]), taps, wt, p["bt"], f32c(act.lo),
+                    f32c(act.hi), at if at is not None else np.zeros(wt.shape[1], F32), act2.kind,
+                    f32c(act2.lo), f32c(act2.hi), p["pbt"] if pre is not None else np.zeros(1, F32),
+                    f32c(pre.lo if pre is not None else -np.inf), f32c(pre.hi if pre is not None else np.inf),
+                    int(pre is not None), out.reshape(g.n, g.oh, row))
+            whole = jit.Native(*args, 0, g.oh)
+            if g.n != 1 or g.oh * row * g.kh * g.kw < PAR_MACS or g.oh < 2:  # batches share the padded rows
+                return whole
+            h = g.oh // 2
+            return jit.Par([jit.Native(*args, 0, h)], [jit.Native(*args, h, g.oh)], [whole])
+        return Spec(label, nodes, (x_tid,), (out_tid,), build_native, pack, private=((lay.shape[1:], F32),))
 
     def build(a, s, private, p):
         x, out = a[x_tid], a[out_tid]
-        pbuf = private[0]
         out3 = out.reshape(g.n, g.oh, row)
-        wt, bt = p["wt"], p["bt"]
-        at = p.get("at")
-        lo, hi = f32c(act.lo), f32c(act.hi)
-        if jit.AVAILABLE:
-            return jit.bind(jit.dw_taps9 if wt.shape[0] == 9 else jit.dw_taps, x.reshape(g.n, g.h, g.w * g.c),
-                            g.c, pbuf, g.pt, g.pl, g.sw, wt, bt, lay.phase, lay.rowoff, lay.coloff, g.sh, lo, hi,
-                            at if at is not None else np.zeros(wt.shape[1], F32), act2.kind, f32c(act2.lo),
-                            f32c(act2.hi), out3)
-        return _dw_numpy(x, out3, pbuf, lay, wt, bt, act, Act(act2.lo, act2.hi, act2.kind, at), s[0])
-    return Spec(label, nodes, (x_tid,), (out_tid,), build, pack, scratch, private=((lay.shape, F32),))
+        return _dw_numpy(x, out3, private[0], lay, p["wt"], p["bt"], act, Act(act2.lo, act2.hi, act2.kind, p.get("at")),
+                         s[0])
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, pack, (((g.n, g.oh, row), F32),),
+                private=((lay.shape, F32),))
 
 
 def _dw_numpy(x, out3, pbuf, lay: DwLayout, wt, bt, act: Act, act2: Act, tmp):

@@ -6,19 +6,23 @@ import numpy as np
 
 from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext, lookup
-from acelera.plugins.xnnpack_cpu import jit, qjit
+from acelera.plugins.xnnpack_cpu import int8_conv, int8_tables, jit
 from acelera.plugins.xnnpack_cpu.spec import (
     EMPTY,
     F32,
     HSWISH,
     INF,
     KIND_OF_OP,
+    MAX_COPY_GROUPS,
     PRELU,
+    SIGMOID,
     Act,
     Spec,
+    block_copies,
     clamp_fn,
     epilogue,
     f32c,
+    native_copy,
     prelu_numpy,
     seq,
     tile_row,
@@ -41,8 +45,8 @@ def pool_spec(label, nodes, ctx: NodeContext, x_tid, out_tid, act: Act, is_max: 
     def build(a, s, _p, _k):
         x = a[x_tid].reshape(g.n, g.h, g.w * g.c)
         out = a[out_tid].reshape(g.n, g.oh, g.ow * g.c)
-        return jit.bind(jit.pool_max if is_max else jit.pool_avg, x, out, g.c, kh, kw, g.sh, g.sw, g.pt, g.pl,
-                        lo, hi, s[0])
+        return jit.Native(jit.OP_POOL_MAX if is_max else jit.OP_POOL_AVG, x, out, g.c, kh, kw, g.sh, g.sw, g.pt,
+                          g.pl, lo, hi, s[0])
     return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((g.w * g.c,), F32),))
 
 
@@ -61,8 +65,8 @@ def mean_spec(label, nodes, x_tid, out_tid, axes: tuple[int, ...], in_shape, act
         x, out = a[x_tid], a[out_tid].reshape(reduced)
         if numba_hw:
             n, h, w, c = in_shape
-            return jit.bind(jit.mean_hw, x.reshape(-1), h, w * c, c, out.reshape(-1), f32c(act.lo), f32c(act.hi),
-                            s[0])
+            return jit.Native(jit.OP_MEAN_HW, x.reshape(-1), h, w * c, c, out.reshape(-1), f32c(act.lo),
+                              f32c(act.hi), s[0])
         red = np.add.reduce
         clamp = clamp_fn(out, act.lo, act.hi)
         if hw:
@@ -100,8 +104,8 @@ def resize_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
         return np.ascontiguousarray(v, np.int64 if v.dtype.kind in "iu" else F32)
 
     def build(a, s, _p, _k):
-        return jit.bind(jit.resize_bilinear, a[x_tid].reshape(-1), h, w, c, a[out_tid].reshape(-1), oh, ow,
-                        *[arr(v) for v in ys], *[arr(v) for v in xs], s[0])
+        return jit.Native(jit.OP_RESIZE, a[x_tid].reshape(-1), h, w, c, a[out_tid].reshape(-1), oh, ow,
+                          *[arr(v) for v in ys], *[arr(v) for v in xs], s[0])
     return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((w * c,), F32),))
 
 
@@ -148,6 +152,9 @@ def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: in
             if (other == out_shape and sh and sh[-1] == out_shape[-1] and int(np.prod(sh)) == out_shape[-1]
                     and out_shape[-2] > 1):
                 chan = i
+    native = _native_binary(operands, shapes, out_shape)
+    if native is not None:
+        return native_binary_spec(label, nodes, op, operands, out_tid, out_shape, act, *native, same)
     rows = int(np.prod(out_shape[:-2])) if chan is not None else 0
     row = out_shape[-1] * out_shape[-2] if chan is not None else 0
     scratch = (((row,), F32),) if chan is not None and isinstance(operands[chan], int) else ()
@@ -182,6 +189,42 @@ def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: in
                 f(x, y, out=out)
         return seq(pre, run, clamp_fn(out, act.lo, act.hi))
     return Spec(label, nodes, tids, (out_tid,), build, scratch=scratch, inplace={out_tid: same[0]} if same else {})
+
+
+BINARY_CODE = {"ADD": 0, "SUB": 1, "MUL": 2, "DIV": 3, "MAXIMUM": 4, "MINIMUM": 5, "SQUARED_DIFFERENCE": 6}
+
+
+def _native_binary(operands: list, shapes: list, out_shape: tuple) -> tuple[int, int] | None:
+    """(mode, vector length) when jit.binary can run the op: equal sizes (mode 0), or one
+    operand a scalar or a vector along the last axis against the other's full shape (mode 1:
+    the second is the vector, 2: the first)."""
+    if not jit.AVAILABLE:
+        return None
+    n = int(np.prod(out_shape))
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    if tuple(shapes[0]) == tuple(shapes[1]) == out_shape:
+        return 0, 0
+    c = out_shape[-1] if out_shape else 1
+    for i, sh in enumerate(shapes):
+        full = tuple(shapes[1 - i]) == out_shape
+        vec = sizes[i] == 1 or (sizes[i] == c and tuple(sh)[-1:] == (c,))
+        if full and vec and n > 0:
+            return 2 - i, sizes[i]
+    return None
+
+
+def native_binary_spec(label, nodes, op: str, operands: list, out_tid: int, out_shape, act: Act, mode: int,
+                       c: int, same: list) -> Spec:
+    tids = tuple(o for o in operands if isinstance(o, int))
+    lb = c * max(1, 512 // c) if mode else 1
+
+    def build(a, s, _p, _k):
+        x, y = (a[o].reshape(-1) if isinstance(o, int) else np.ascontiguousarray(o, F32).reshape(-1)
+                for o in operands)
+        return jit.Native(jit.OP_BINARY, x, y, a[out_tid].reshape(-1), BINARY_CODE[op], mode, f32c(act.lo),
+                          f32c(act.hi), s[0])
+    return Spec(label, nodes, tids, (out_tid,), build, scratch=(((lb,), F32),),
+                inplace={out_tid: same[0]} if same else {})
 
 
 def _unary_recipe(op: str, ctx: NodeContext):
@@ -227,14 +270,31 @@ def _unary_recipe(op: str, ctx: NodeContext):
     return None, False
 
 
+CLAMPS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+
+
+def swish_spec(label, nodes, x_tid, out_tid, shape, swish: bool = True) -> Spec:
+    """x * LOGISTIC(x) (or LOGISTIC alone) on jit.sigmoid's vector formula, out may be x."""
+    def build(a, s, _p, _k):
+        return jit.Native(jit.OP_SIGMOID, a[x_tid].reshape(-1), a[out_tid].reshape(-1), int(swish), s[0])
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((1024,), F32),), inplace={out_tid: x_tid})
+
+
 def unary_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
     kind = KIND_OF_OP.get(ctx.op.name)
-    if jit.AVAILABLE and kind == HSWISH:  # one pass instead of four numpy calls (numpy's exp is
-        # vectorized and numba's is not, so LOGISTIC stays with numpy)
+    n = int(np.prod(ctx.inputs[0].shape))
+    if jit.AVAILABLE and kind == SIGMOID:
+        return swish_spec(label, nodes, x_tid, out_tid, ctx.inputs[0].shape, swish=False)
+    if jit.AVAILABLE and (kind == HSWISH or ctx.op.name in CLAMPS):  # native: one pass, no Python in between
+        lo, hi = CLAMPS.get(ctx.op.name, (-INF, INF))
+
         def build_jit(a, _s, _p, _k):
-            x, out = a[x_tid], a[out_tid]
-            act = jit.bind(jit.act_flat, out.reshape(-1), kind, F32(0), F32(0), EMPTY)
-            return act if np.shares_memory(x, out) else seq(lambda: np.copyto(out, x), act)
+            x, out = a[x_tid].reshape(-1), a[out_tid].reshape(-1)
+            items = [] if np.shares_memory(x, out) and lo == -INF and hi == INF else [
+                native_copy(out, [(x, [(0, 0, n, 1, n)])], lo, hi)]
+            if kind is not None and kind != PRELU:
+                items.append(jit.Native(jit.OP_ACT, out, kind, F32(0), F32(0), EMPTY))
+            return items
         return Spec(label, nodes, (x_tid,), (out_tid,), build_jit, inplace={out_tid: x_tid})
     recipe, inplace_ok = _unary_recipe(ctx.op.name, ctx)
     if recipe is None:
@@ -260,8 +320,8 @@ def prelu_spec(label, nodes, x_tid, out_tid, alpha: np.ndarray, shape) -> Spec:
                 return epilogue(out.reshape(m, c), out.reshape(m, c), p["zero"], Act(), None,
                                 Act(kind=PRELU, alpha=al), None, ow)
             rows, row = m // ow, ow * c  # x*1 + 0 then PReLU, from x into out in one pass
-            return jit.bind(jit.dw_1x1, x.reshape(rows, row), np.ones(row, F32), np.zeros(row, F32),
-                            f32c(-INF), f32c(INF), tile_row(al, ow), PRELU, F32(0), F32(0), out.reshape(rows, row))
+            return jit.Native(jit.OP_DW_1X1, x.reshape(rows, row), np.ones(row, F32), np.zeros(row, F32),
+                              f32c(-INF), f32c(INF), tile_row(al, ow), PRELU, F32(0), F32(0), out.reshape(rows, row))
         return prelu_numpy(x, out, al, s[0])
     return Spec(label, nodes, (x_tid,), (out_tid,), build,
                 pack=lambda: {"alpha": np.ascontiguousarray(np.broadcast_to(alpha, (c,)), F32),
@@ -276,7 +336,7 @@ def softmax_spec(label, nodes, x_tid, out_tid, shape) -> Spec:
     def build(a, s, _p, _k):
         x, out = a[x_tid].reshape(rows, n), a[out_tid].reshape(rows, n)
         if jit.AVAILABLE and n * rows <= 1 << 14:  # small: one call (numba's exp is scalar)
-            return jit.bind(jit.softmax_rows, x, out)
+            return jit.Native(jit.OP_SOFTMAX, x, out)
         mx, sm = s[0], s[1]
 
         def run():
@@ -296,6 +356,16 @@ def concat_spec(label, nodes, operands: list, out_tid: int, axis: int, act: Act)
     def build(a, _s, _p, _k):
         parts = [a[o] if isinstance(o, int) else o for o in operands]
         out = a[out_tid]
+        if jit.AVAILABLE and out.dtype == F32 and all(np.asarray(p).dtype == F32 for p in parts):
+            groups, off = [], 0
+            for p in parts:
+                p = np.ascontiguousarray(p, F32) if not isinstance(p, np.ndarray) or not p.flags.c_contiguous else p
+                begin = [0] * out.ndim
+                begin[axis] = off
+                groups.append((p, block_copies(p.shape, out.shape, begin)))
+                off += p.shape[axis]
+            if sum(len(g) for _, g in groups) <= MAX_COPY_GROUPS:
+                return native_copy(out, groups, act.lo, act.hi)
         cat = np.concatenate
         return seq(lambda: cat(parts, axis=axis, out=out, casting="unsafe"), clamp_fn(out, act.lo, act.hi))
     # data movement: runs on the storage type (float16 in fp16 mode; clamps are exact there)
@@ -306,6 +376,10 @@ def pad_spec(label, nodes, x_tid, out_tid, paddings: np.ndarray) -> Spec:
     """PAD into a private zeroed buffer: only the interior is written per call."""
     def build(a, _s, _p, _k):
         x, out = a[x_tid], a[out_tid]
+        if jit.AVAILABLE and x.dtype == F32 and out.dtype == F32:
+            groups = block_copies(x.shape, out.shape, [int(b) for b, _ in paddings])
+            if len(groups) <= MAX_COPY_GROUPS:
+                return native_copy(out, [(x, groups)], -INF, INF)
         sl = tuple(slice(int(b), int(b) + d) for (b, _), d in zip(paddings, x.shape))
         dst = out[sl]
         return lambda: np.copyto(dst, x)
@@ -321,23 +395,29 @@ def reshape_spec(label, nodes, x_tid, out_tid) -> Spec:
 def reference_spec(label, nodes, ctx: NodeContext, tids: list, consts: dict[int, np.ndarray],
                    float_io: bool) -> Spec:
     """Run the node on its reference kernel, results copied into the planned buffers. Used for
-    quantized ops (the reference kernels are bit-exact) and rarely used float ops."""
+    quantized ops (the reference kernels are bit-exact) and rarely used float ops. Quantized
+    CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED get int8_conv's fast steps instead where
+    they can, int8 elementwise binary ops int8_tables' lookup tables; every other quantized step
+    says why it falls back (int8_conv.fallbacks)."""
+    fallback = ""
+    if not float_io:
+        if ctx.op.name in int8_conv.FAST_OPS:
+            fast = int8_conv.fast_spec(label, nodes, ctx, consts)
+        else:
+            fast = int8_tables.table_spec(label, nodes, ctx, consts)
+        if not isinstance(fast, str):
+            return fast
+        fallback = fast
     fn = lookup(ctx.op).prepare(ctx)
     ins_all = list(ctx.op.inputs)
     reads = tuple(t for t in ins_all if t >= 0 and t not in consts)
     outs = tuple(ctx.op.outputs)
 
-    fresh = [fn]  # the fast path patches the prepared kernel: one instance per build
-
     def build(a, _s, _p, _k):
-        fn = fresh.pop() if fresh else lookup(ctx.op).prepare(ctx)
         args = [None if t < 0 else (consts[t] if t in consts else a[t]) for t in ins_all]
         dsts = [a[t] for t in outs]
         if len(dsts) == 1:
             d = dsts[0]
-            fast = None if float_io else qjit.speed_up(ctx.op.name, fn, d)
-            if fast is not None:
-                return lambda: fast(*args)
 
             def run1():
                 r = fn(*args)
@@ -348,4 +428,7 @@ def reference_spec(label, nodes, ctx: NodeContext, tids: list, consts: dict[int,
             for d, r in zip(dsts, fn(*args)):
                 np.copyto(d, r, casting="unsafe")
         return run
-    return Spec(label, nodes, reads, outs, build, float_io=float_io)
+    if float_io:
+        return Spec(label, nodes, reads, outs, build, float_io=float_io)
+    return int8_conv.QuantSpec(label, nodes, reads, outs, build, float_io=False, op=ctx.op.name,
+                               fallback=fallback)

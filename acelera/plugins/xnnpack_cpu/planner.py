@@ -1,7 +1,11 @@
 """Buffer planning for a compiled partition: every tensor gets a fixed buffer before any step is
 built. Lifetimes are known, so buffers are shared (greedy best fit), element-wise steps may
 write over an input that dies there, and RESHAPE outputs are views of their input's buffer.
-Scratch (per-step temporaries) is one arena slot per request index, shared by all steps."""
+Scratch (per-step temporaries) is one slot per request index, shared by all steps.
+
+Everything lives in one `Arena`: tensor buffers, scratch slots, zero-initialised private
+buffers and the packed weights, each 64-byte aligned, so a native step addresses all of it
+by float offsets into a single float32 view (jit.run_native)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,6 +15,48 @@ import numpy as np
 from acelera.plugins.xnnpack_cpu.spec import Spec
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
+
+
+ALIGN = 64
+
+
+class Arena:
+    """One zero-initialised byte buffer carved into aligned regions: reserve() every region
+    first, allocate() once, then take views of the regions."""
+
+    def __init__(self):
+        self.size = 0
+        self.buf: np.ndarray | None = None
+
+    def reserve(self, nbytes: int) -> int:
+        off = self.size
+        self.size += -(-max(int(nbytes), 1) // ALIGN) * ALIGN
+        return off
+
+    def allocate(self) -> None:
+        raw = np.zeros(self.size + ALIGN, np.uint8)
+        start = (-raw.ctypes.data) % ALIGN
+        self.buf = raw[start:start + self.size]
+
+    def view(self, off: int, shape, dtype) -> np.ndarray:
+        dt = np.dtype(dtype)
+        n = int(np.prod(shape, dtype=np.int64))
+        return self.buf[off:off + n * dt.itemsize].view(dt).reshape(shape)
+
+    @property
+    def f32(self) -> np.ndarray:
+        """The whole arena as float32 (what native steps index)."""
+        return self.buf.view(np.float32)
+
+    def offset(self, a: np.ndarray) -> int:
+        """The float32 offset of a C-contiguous view into the arena."""
+        base = self.buf.ctypes.data
+        addr = a.ctypes.data
+        if not (base <= addr and addr + a.nbytes <= base + self.size) or (addr - base) % 4:
+            raise ValueError("array is not a view into the arena")
+        if not a.flags.c_contiguous:
+            raise ValueError("a native step needs a C-contiguous view")
+        return (addr - base) // 4
 
 
 @dataclass
@@ -24,8 +70,10 @@ def storage_dtype(t, fp16: bool) -> np.dtype:
     return F16 if fp16 and dt == F32 else dt
 
 
-def plan_buffers(specs: list[Spec], tensors: dict, ext_inputs: list[int], outputs: frozenset, fp16: bool) -> Plan:
-    """Greedy lifetime-based assignment of byte buffers to tensors (aliases share roots)."""
+def plan_buffers(specs: list[Spec], tensors: dict, ext_inputs: list[int], outputs: frozenset, fp16: bool,
+                 arena: Arena):
+    """Greedy lifetime-based assignment of byte buffers to tensors (aliases share roots).
+    Reserves the buffers in `arena`; returns a function giving the Plan once it is allocated."""
     parent: dict[int, int] = {}
 
     def root(t):
@@ -104,27 +152,29 @@ def plan_buffers(specs: list[Spec], tensors: dict, ext_inputs: list[int], output
         for r in dying.get(i, ()):
             if last.get(r) == i and r in owner:
                 free.append(owner[r])
-    bufs = [np.empty(max(c, 1), np.uint8) for c in caps]
-    arrays: dict[int, np.ndarray] = {}
-    priv_bufs = {r: np.zeros(max(nb, 1), np.uint8) for r, nb in private.items()}
-    for t, tt in tensors.items():
-        r = root(t)
-        dt = storage_dtype(tt, fp16)
-        n = int(np.prod(tt.shape, dtype=np.int64))
-        if r in owner:
-            base = bufs[owner[r]]
-        elif r in priv_bufs:
-            base = priv_bufs[r]
-        else:
-            continue
-        arrays[t] = base[:n * dt.itemsize].view(dt).reshape(tt.shape)
-    return Plan(arrays, sum(caps) + sum(private.values()))
+    buf_off = [arena.reserve(c) for c in caps]
+    priv_off = {r: arena.reserve(nb) for r, nb in private.items()}
+
+    def views() -> Plan:
+        arrays: dict[int, np.ndarray] = {}
+        for t, tt in tensors.items():
+            r = root(t)
+            if r in owner:
+                off = buf_off[owner[r]]
+            elif r in priv_off:
+                off = priv_off[r]
+            else:
+                continue
+            arrays[t] = arena.view(off, tt.shape, storage_dtype(tt, fp16))
+        return Plan(arrays, sum(caps) + sum(private.values()))
+    return views
 
 
 class Scratch:
     """Per-step temporaries: request k of every step shares one arena slot."""
 
-    def __init__(self):
+    def __init__(self, arena: Arena):
+        self.arena = arena
         self.sizes: list[int] = []
 
     def reserve(self, requests) -> None:
@@ -135,13 +185,9 @@ class Scratch:
             else:
                 self.sizes[k] = max(self.sizes[k], nb)
 
-    def allocate(self) -> None:
-        self.slots = [np.empty(max(nb, 1), np.uint8) for nb in self.sizes]
+    def place(self) -> None:
+        """Reserve the slots in the arena (after every reserve())."""
+        self.slots = [self.arena.reserve(nb) for nb in self.sizes]
 
     def views(self, requests) -> list[np.ndarray]:
-        out = []
-        for k, (shape, dt) in enumerate(requests):
-            dt = np.dtype(dt)
-            n = int(np.prod(shape, dtype=np.int64))
-            out.append(self.slots[k][:n * dt.itemsize].view(dt).reshape(shape))
-        return out
+        return [self.arena.view(self.slots[k], shape, dt) for k, (shape, dt) in enumerate(requests)]

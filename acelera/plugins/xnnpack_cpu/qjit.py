@@ -1,258 +1,757 @@
-"""Fused int8 epilogues in numba (optional), bit-exact with the reference kernels.
+"""numba int8 kernels of xnnpack-cpu, bit-exact with the reference kernels.
 
-The reference int8 kernels are prepared as usual (their multipliers, shifts, packed weights and
-scales are reused as they are); these helpers only replace their slow numpy tails:
+They take their parameters from the reference kernels' prepared quantization parameters
+(`acelera.core.kernels.prepared`), packed once by `int8_conv.py`:
 
-- `FastRequantizer` stands in for a conv/depthwise kernel's `Requantizer`: one numba pass of
-  gemmlowp's MultiplyByQuantizedMultiplier + zero point + clamp, written straight into the
-  planned output buffer;
-- `fc_int8` runs an int8 FULLY_CONNECTED (int32 accumulator, double-precision requantization,
-  as the reference kernel) into the planned output buffer in one call.
+- `conv_gemm`: CONV_2D (one group, any taps, strides, dilations, padding): panels of output
+  pixels are gathered (im2col) into a small tile, multiplied with the packed filter by a GEMM
+  micro-kernel that requantizes its accumulators in registers (bias, gemmlowp
+  MultiplyByQuantizedMultiplier, zero point, activation clamp) and stores int8 straight into
+  the output. A 1x1 stride-1 convolution reads its input rows directly;
+- `dw_conv`: DEPTHWISE_CONV_2D over a zero-padded int16 copy of the input (zero point
+  subtracted): every tap of a run of output pixels is one contiguous span, the taps and the
+  requantization one vector loop;
+- `fc_gemm`: FULLY_CONNECTED, the same micro-kernel (int32 sums), requantized in double
+  precision as the reference FULLY_CONNECTED kernel does;
+- `lut1`, `lut2`, `sum_lut`: lookups in tables of reference kernels (int8_tables.py).
 
-`speed_up(fn, dst)` returns a faster equivalent of a prepared reference kernel writing into
-`dst`, or None where none applies (the caller keeps the reference kernel).
+GEMM operands: the input enters the micro-kernel as u = x + 128 (uint8; a flipped sign bit), so
+sum_k (x - zp) * w = sum_k u * w - (128 + zp) * sum_k w: the second term is folded into the
+bias at pack time (`input_correction`; every sum wraps modulo 2**32 like the C++ int32
+accumulator, so the folding is exact), and padded taps hold 128 + zp. The K = kh*kw*cin
+products of an output channel are taken in groups of KG; `pack_filter` lays out blocks of NR
+output channels as [block][K/KG][NR][KG] int8. Per group the micro-kernel broadcasts KG bytes
+of each of its MR input rows against NR channels: x86 VNNI vpdpbusd (KG = 4: uint8 x int8,
+four products per int32 lane) where the host has AVX512-VNNI, else pmaddwd (KG = 2, widened
+to int16) on AVX-512BW or AVX2, else a plain loop (same results). The vector code is LLVM IR
+emitted by numba intrinsics into noinline functions (`_function`), so that it is optimized once.
+
+CONV_2D and DEPTHWISE_CONV_2D also have a parallel version (`prange` over bands, one scratch
+slice per band) that splits the work into nt[0] bands, the threads the delegate's num_threads
+option allows (threads.py).
 """
 from __future__ import annotations
 
 import numpy as np
-
-from acelera.plugins.xnnpack_cpu import jit
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 INT32_MIN = -(1 << 31)
 
-if jit.AVAILABLE:
-    from numba import njit
 
-    _qjit = njit(cache=True, nogil=True, boundscheck=False)
+def _cpu_features() -> dict[str, bool]:
+    """The features numba compiles for: NUMBA_CPU_FEATURES when set (NUMBA_CPU_NAME alone: none
+    assumed), else the host's."""
+    from numba.core import config
 
-    @njit(inline="always", boundscheck=False)
-    def _mbqm(a, m, shift):
-        """gemmlowp MultiplyByQuantizedMultiplier for int32-range a (int64 arithmetic)."""
-        if shift > 0:
-            a = a << shift
-            a = ((a + 2147483648) & 0xFFFFFFFF) - 2147483648
-            right = 0
-        else:
-            right = -shift
-        if a == INT32_MIN and m == INT32_MIN:
-            x = 2147483647
-        else:
-            ab = a * m
-            nudge = 1073741824 if ab >= 0 else 1 - 1073741824
-            s = ab + nudge
-            # C++ division truncates toward zero
-            if s >= 0:
-                x = s >> 31
-            else:
-                x = -((-s) >> 31)
-        if right > 0:
-            mask = (1 << right) - 1
-            rem = x & mask
-            thr = (mask >> 1) + (1 if x < 0 else 0)
-            x = (x >> right) + (1 if rem > thr else 0)
-        return x
-
-    @_qjit
-    def requant_into(acc, mult, shift, out_zp, qmin, qmax, out):
-        """acc (rows, C) int64 -> out (rows * C,) int8/uint8; mult/shift of length C or 1."""
-        rows, c = acc.shape
-        per = mult.shape[0] > 1
-        for i in range(rows):
-            for j in range(c):
-                k = j if per else 0
-                v = _mbqm(acc[i, j], mult[k], shift[k]) + out_zp
-                if v < qmin:
-                    v = qmin
-                elif v > qmax:
-                    v = qmax
-                out[i * c + j] = v
-
-    @_qjit
-    def fc_int8(x, in_zp, w, bias, eff, out_zp, lo, hi, out):
-        """x (B, K) int8 and w (U, K) int64 integer weights (offset applied): int32 (wrapping)
-        accumulation + bias, then round(double(acc) * eff[u]) + out_zp clamped (eff of length
-        U or 1). Matches fully_connected's reference double-precision path."""
-        b, k = x.shape
-        u = w.shape[0]
-        per = eff.shape[0] > 1
-        xs = np.empty(k, np.int64)
-        half = 0.49999999999999994
-        for i in range(b):
-            for t in range(k):
-                xs[t] = np.int64(x[i, t]) - in_zp
-            for j in range(u):
-                acc = np.int64(0)
-                for t in range(k):
-                    acc += xs[t] * w[j, t]
-                acc += bias[j]
-                acc = ((acc + 2147483648) & 0xFFFFFFFF) - 2147483648
-                v = np.float64(acc) * eff[j if per else 0]
-                r = np.trunc(v + half) if v >= 0 else np.trunc(v - half)
-                r += out_zp
-                if r < lo:
-                    r = lo
-                elif r > hi:
-                    r = hi
-                out[i * u + j] = np.int64(r)
-
-
-if jit.AVAILABLE:
-    @_qjit
-    def dw_int8(x, in_zp, w, bias, mult, sh, sw, dh, dw, pt, pl, oh, ow, rm, rs, out_zp, qmin, qmax, out):
-        """Depthwise int8 conv (zero padding of the shifted input, int32 wrapping accumulator
-        + bias) fused with the fixed-point requantization; out is flat (N*oh*ow*OC)."""
-        n, h, wd, c = x.shape
-        kh, kw, oc = w.shape
-        per = rm.shape[0] > 1
-        acc = np.empty(oc, np.int32)
-        for b in range(n):
-            for oy in range(oh):
-                for ox in range(ow):
-                    for j in range(oc):
-                        acc[j] = 0
-                    for ky in range(kh):
-                        iy = oy * sh + ky * dh - pt
-                        if iy < 0 or iy >= h:
-                            continue
-                        for kx in range(kw):
-                            ix = ox * sw + kx * dw - pl
-                            if ix < 0 or ix >= wd:
-                                continue
-                            xr = x[b, iy, ix]
-                            wr = w[ky, kx]
-                            if mult == 1:
-                                for j in range(oc):
-                                    acc[j] += (np.int32(xr[j]) - in_zp) * wr[j]
-                            else:
-                                for j in range(oc):
-                                    acc[j] += (np.int32(xr[j // mult]) - in_zp) * wr[j]
-                    base = ((b * oh + oy) * ow + ox) * oc
-                    for j in range(oc):
-                        a = np.int64(acc[j]) + bias[j]
-                        a = ((a + 2147483648) & 0xFFFFFFFF) - 2147483648
-                        k = j if per else 0
-                        v = _mbqm(a, rm[k], rs[k]) + out_zp
-                        if v < qmin:
-                            v = qmin
-                        elif v > qmax:
-                            v = qmax
-                        out[base + j] = v
-
-
-def _dw(cl: dict, req, dst: np.ndarray):
-    need = ("g", "mult", "wc", "b_const", "in_zp", "wide")
-    if any(n not in cl for n in need):
-        return None
-    v = {n: cl[n].cell_contents for n in need}
-    g, wc = v["g"], v["wc"]
-    if v["wide"] or wc is None or v["b_const"] is None or wc.dtype != np.int32 or wc.ndim != 3:
-        return None
-    oc = wc.shape[2]
-    bias = np.ascontiguousarray(np.asarray(v["b_const"]).reshape(-1).astype(np.int32).astype(np.int64))
-    if bias.size != oc or dst.size != g.n * g.oh * g.ow * oc:
-        return None
-    flat = dst.reshape(-1)
-    rest = (np.int32(v["in_zp"]), np.ascontiguousarray(wc), bias, int(v["mult"]), g.sh, g.sw,
-            g.dh, g.dw, g.pt, g.pl, g.oh, g.ow, np.ascontiguousarray(req.mult, np.int64),
-            np.ascontiguousarray(req.shift, np.int64), req.out_zp, req.qmin, req.qmax, flat)
-    kern = dw_int8
-    shape = (g.n, g.h, g.w, g.c)
-
-    def run(x, *_):
-        if x.dtype != np.int8 or x.shape != shape:
-            raise RuntimeError("unexpected input")
-        kern(x, *rest)
-    return run
-
-
-def _closure(fn) -> dict:
-    code = getattr(fn, "__code__", None)
-    if code is None or fn.__closure__ is None:
+    features = getattr(config, "CPU_FEATURES", None)
+    if features:
+        return {f[1:]: f[0] == "+" for f in str(features).split(",") if f[:1] in "+-"}
+    if getattr(config, "CPU_NAME", None):
         return {}
-    return {n: c for n, c in zip(code.co_freevars, fn.__closure__)}
+    try:
+        import llvmlite.binding as llb
+
+        return dict(llb.get_host_cpu_features())
+    except Exception:  # pragma: no cover - llvmlite always answers on supported hosts
+        return {}
 
 
-class FastRequantizer:
-    """Replaces a conv kernel's Requantizer: writes into `dst` and returns a view of it."""
-
-    def __init__(self, req, dst: np.ndarray):
-        self.mult = np.ascontiguousarray(req.mult, np.int64)
-        self.shift = np.ascontiguousarray(req.shift, np.int64)
-        self.out_zp, self.qmin, self.qmax = req.out_zp, req.qmin, req.qmax
-        self.flat = dst.reshape(-1)
-        self.dst = dst
-        self.wrote = False
-
-    def __call__(self, acc: np.ndarray) -> np.ndarray:
-        a2 = acc.reshape(-1, acc.shape[-1])
-        if a2.dtype != np.int64 or not a2.flags.c_contiguous or a2.size != self.flat.size:
-            raise RuntimeError("unexpected accumulator")
-        requant_into(a2, self.mult, self.shift, self.out_zp, self.qmin, self.qmax, self.flat)
-        self.wrote = True
-        return self.flat.reshape(acc.shape)
+def _simd() -> tuple[str, int, int, str]:
+    """(kind, int32 lanes, products per lane and group KG, LLVM intrinsic) numba may use."""
+    feats = _cpu_features()
+    if feats.get("avx512f") and feats.get("avx512bw") and feats.get("avx512vnni"):
+        return "vnni", 16, 4, "llvm.x86.avx512.vpdpbusd.512"
+    if feats.get("avx512f") and feats.get("avx512bw"):
+        return "pmaddwd512", 16, 2, "llvm.x86.avx512.pmaddw.d.512"
+    if feats.get("avx2"):
+        return "pmaddwd256", 8, 2, "llvm.x86.avx2.pmadd.wd"
+    return "portable", 0, 2, ""
 
 
-def speed_up(op: str, fn, dst: np.ndarray):
-    """A faster callable equivalent to `fn(*args)` copied into dst, or None."""
-    if not jit.AVAILABLE or dst.dtype not in (np.int8, np.uint8) or not dst.flags.c_contiguous:
-        return None
-    cl = _closure(fn)
-    if op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
-        cell = cl.get("req")
-        if cell is None:
-            return None
-        req = cell.cell_contents
-        if type(req).__name__ != "Requantizer" or req.wide or np.dtype(req.dtype) != dst.dtype:
-            return None
-        if np.any(np.asarray(req.mult) == INT32_MIN):
-            return None
-        if op == "DEPTHWISE_CONV_2D" and dst.dtype == np.int8:
-            fused = _dw(cl, req, dst)
-            if fused is not None:
-                return fused
-        fast = FastRequantizer(req, dst)
-        cell.cell_contents = fast  # this prepared kernel instance is ours alone
-        copy = np.copyto
+KIND, VL, KG, _DOT = _simd()
+NV = 2  # vectors per tile row
+#: rows of a GEMM tile (output pixels or FULLY_CONNECTED batch rows): 8 with AVX-512's 32
+#: vector registers, else 4; MR1 for single rows
+MR = 8 if VL == 16 else 4
+MR1 = 1
+#: output channels of a packed filter block
+NR = NV * (VL or 8)
 
-        def run(*args):
-            fast.wrote = False
-            r = fn(*args)
-            if not fast.wrote:
-                copy(dst, r, casting="unsafe")
-        return run
-    if op == "FULLY_CONNECTED":
-        return _fc(cl, dst)
-    return None
+_U = np.uintp  # unsigned indices: no negative-index fix-ups
+_jit = njit(cache=True, nogil=True, boundscheck=False)
+_jit_par = njit(cache=True, nogil=True, boundscheck=False, parallel=True)
+_inline = njit(inline="always", nogil=True, boundscheck=False)
 
 
-def _fc(cl: dict, dst: np.ndarray):
-    need = ("wt_pre", "b_pre", "eff", "in_zp", "out_zp", "lo_f", "hi_f", "in_range", "fixed_point",
-            "as_rows")
-    if any(n not in cl for n in need):
-        return None
-    v = {n: cl[n].cell_contents for n in need}
-    if v["fixed_point"] or not v["in_range"] or v["wt_pre"] is None:
-        return None
-    mm = v["wt_pre"]
-    w = np.concatenate([c[2] for c in mm.chunks], axis=1).astype(np.float64)
-    wi = w.astype(np.int64)
-    if not np.array_equal(wi, w) or wi.shape[1] != mm.k:
-        return None
-    units = wi.shape[0]
-    bias = (np.zeros(units, np.int64) if v["b_pre"] is None
-            else np.asarray(v["b_pre"], np.float64).astype(np.int64))
-    eff = np.ascontiguousarray(np.asarray(v["eff"], np.float64).reshape(-1))
-    if eff.size not in (1, units) or bias.size != units:
-        return None
-    as_rows = v["as_rows"]
-    flat = dst.reshape(-1)
-    args = (int(v["in_zp"]), np.ascontiguousarray(wi), bias, eff, int(v["out_zp"]), float(v["lo_f"]),
-            float(v["hi_f"]), flat)
-    kern = fc_int8
+def pack_filter(w: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """(O, K) filter of int8 values -> (packed int8 [blocks][K/KG][NR][KG] flat, K/KG groups,
+    blocks)."""
+    o, k = w.shape
+    kg = (k + KG - 1) // KG
+    nb = (o + NR - 1) // NR
+    wp = np.zeros((nb * NR, KG * kg), np.int8)
+    wp[:o, :k] = w
+    packed = wp.reshape(nb, NR, kg, KG).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(packed).reshape(-1), kg, nb
 
-    def run(x, *_):
-        x2, _shape = as_rows(x)
-        if x2.dtype != np.int8 or x2.shape[0] * units != flat.size:
-            raise RuntimeError("unexpected input")
-        kern(x2, *args)
-    return run
+
+def input_correction(w: np.ndarray, in_zp: int) -> np.ndarray:
+    """(128 + in_zp) * sum_k w[o, k] (int64): what the uint8 input adds to each channel."""
+    return (128 + int(in_zp)) * np.asarray(w, np.int64).sum(axis=1)
+
+
+# --- requantization in vector registers ---------------------------------------------------------
+# A requantization table is int32 (6, channels, padded to whole vectors): per channel bias,
+# multiplier, rounding mask (2**R - 1), half mask, right shift R, left shift (`requant_table`).
+
+_I8, _I16, _I32, _I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+TABLE_ROWS = 6
+
+
+def requant_table(bias: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, reps: int = 1) -> np.ndarray:
+    """The requantization table of `_emit_requant` (bias wrapped to int32), tiled `reps` times and
+    padded with zeros to whole vectors."""
+    shift = np.asarray(shift, np.int64)
+    r = np.maximum(-shift, 0)
+    mask = (np.int64(1) << r) - 1
+    rows = np.stack([np.asarray(bias, np.int64).astype(np.int32).astype(np.int64),
+                     np.asarray(multiplier, np.int64), mask, mask >> 1, r, np.maximum(shift, 0)])
+    rows = np.tile(rows, (1, reps))
+    width = rows.shape[1] + 2 * (VL or 8)  # slack: whole vectors past the last column
+    out = np.zeros((TABLE_ROWS, width), np.int32)
+    out[:, :rows.shape[1]] = rows.astype(np.int32)
+    return out
+
+
+def _splat(builder, value, vt):
+    undef = ir.Constant(vt, None)
+    v = builder.insert_element(undef, value, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(v, undef, ir.Constant(ir.VectorType(_I32, vt.count), [0] * vt.count))
+
+
+def _emit_requant(builder, acc, tb, zp, lo, hi):
+    """<n x i32> accumulators -> <n x i8>: gemmlowp MultiplyByQuantizedMultiplier of
+    int32(acc + bias) (SaturatingRoundingDoublingHighMul as floor((a*m + 2**30) / 2**31), the
+    reference's form for multipliers that are not INT32_MIN, then RoundingDivideByPOT), clamped
+    to [lo, hi] = [qmin - zp, qmax - zp] before adding zp, so nothing wraps.
+
+    The 64-bit products are formed for the even and the odd lanes apart (x86 pmuldq reads the
+    low half of each 64-bit lane): floor(p / 2**31) of an even lane is the low half of
+    p >> 31, of an odd lane the high half of p << 1."""
+    vi32 = acc.type
+    n = vi32.count
+    vi64 = ir.VectorType(_I64, n // 2)
+    a = builder.shl(builder.add(acc, tb[0]), tb[5])  # left shifts are 0..31
+    a64, m64 = builder.bitcast(a, vi64), builder.bitcast(tb[1], vi64)
+    c32 = ir.Constant(vi64, [32] * (n // 2))
+    nudge = ir.Constant(vi64, [1 << 30] * (n // 2))
+    even = builder.mul(builder.ashr(builder.shl(a64, c32), c32), builder.ashr(builder.shl(m64, c32), c32))
+    odd = builder.mul(builder.ashr(a64, c32), builder.ashr(m64, c32))
+    even = builder.bitcast(builder.lshr(builder.add(even, nudge), ir.Constant(vi64, [31] * (n // 2))), vi32)
+    odd = builder.bitcast(builder.shl(builder.add(odd, nudge), ir.Constant(vi64, [1] * (n // 2))), vi32)
+    t = builder.shuffle_vector(even, odd, ir.Constant(ir.VectorType(_I32, n), [i if i % 2 == 0 else n + i
+                                                                              for i in range(n)]))
+    rem = builder.and_(t, tb[2])
+    thr = builder.add(tb[3], builder.lshr(t, ir.Constant(vi32, [31] * n)))
+    r = builder.ashr(t, tb[4])
+    r = builder.add(r, builder.zext(builder.icmp_signed(">", rem, thr), vi32))
+    r = builder.select(builder.icmp_signed("<", r, lo), lo, r)
+    r = builder.select(builder.icmp_signed(">", r, hi), hi, r)
+    return builder.trunc(builder.add(r, zp), ir.VectorType(_I8, n))
+
+
+def _data(context, builder, ty, value, elem=None):
+    ptr = cgutils.create_struct_proxy(ty)(context, builder, value=value).data
+    return builder.bitcast(ptr, (elem or _I8).as_pointer())
+
+
+def _table_vectors(builder, tp, t_off, t_stride, col, vi32):
+    """The TABLE_ROWS vectors of the table at channel t_off + col."""
+    out = []
+    for i in range(TABLE_ROWS):
+        off = builder.add(builder.add(t_off, builder.mul(t_stride, ir.Constant(_I64, i))), ir.Constant(_I64, col))
+        out.append(builder.load(builder.bitcast(builder.gep(tp, [off]), vi32.as_pointer()), align=4))
+    return out
+
+
+# --- the GEMM micro-kernel --------------------------------------------------------------------
+
+def _function(module, name: str, argtys: list, body):
+    """The module's noinline function `name` (void, arguments `argtys`), its body built by
+    body(builder, args) the first time: call sites stay small and the body is optimized once."""
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), argtys), name=name)
+        fn.linkage = "linkonce_odr"
+        fn.attributes.add("noinline")
+        builder = ir.IRBuilder(fn.append_basic_block("entry"))
+        body(builder, list(fn.args))
+        builder.ret_void()
+    return fn
+
+
+def _make_tile(rows: int, requant: bool, nv: int = NV):
+    """Products of the `rows` input rows of a (uint8 bytes at a_off + r*a_stride; flip != 0:
+    int8 bytes, 128 added) with the first nv*VL channels of the packed filter block at b_off,
+    over `groups` groups of KG, in int32 lanes that wrap like the C++ accumulator. Without
+    `requant` the int32 sums go to out[out_off + r*out_stride + j] (an int32 array),
+    j < nv*VL; with it they are requantized with the table columns t_off + j and stored as
+    int8."""
+    lanes = VL
+    vi32 = ir.VectorType(_I32, lanes)
+    vi16 = ir.VectorType(_I16, 2 * lanes)
+    vi8 = ir.VectorType(_I8, 2 * lanes)
+    name, vnni = _DOT, KG == 4
+    p8, p32 = _I8.as_pointer(), _I32.as_pointer()
+    argtys = [p8, _I64, _I64, _I32, p8, _I64, _I64, p32, _I64, _I64, p8, _I64, _I64, _I32, _I32, _I32]
+    fname = f"acelera_qjit_tile_{KIND}_{rows}_{nv}_{int(requant)}"
+
+    def body(builder, args):
+        ap, a_off, a_stride, flip, bp, b_off, groups, tp, t_off, t_stride, op, out_off, out_stride = args[:13]
+        zp, lo, hi = [_splat(builder, v, vi32) for v in args[13:]]
+        if not requant:
+            op = builder.bitcast(op, p32)
+        flip = builder.select(builder.icmp_signed("!=", flip, ir.Constant(_I32, 0)),
+                              ir.Constant(_I32, 0x80808080 - (1 << 32)), ir.Constant(_I32, 0))
+        flip2 = builder.trunc(flip, _I16)
+        if vnni:
+            dot = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vi32, [vi32, vi32, vi32]), name)
+        else:
+            dot = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vi32, [vi16, vi16]), name)
+        zero = ir.Constant(vi32, [0] * lanes)
+        accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(nv)] for _ in range(rows)]
+        arows = [builder.gep(ap, [builder.add(a_off, builder.mul(a_stride, ir.Constant(_I64, r)))])
+                 for r in range(rows)]
+        bbase = builder.gep(bp, [b_off])
+        with cgutils.for_range(builder, groups) as loop:
+            k = loop.index
+            ws = []
+            for v in range(nv):
+                off = builder.add(builder.mul(k, ir.Constant(_I64, KG * NR)), ir.Constant(_I64, KG * lanes * v))
+                if vnni:
+                    ws.append(builder.load(builder.bitcast(builder.gep(bbase, [off]), vi32.as_pointer()), align=1))
+                else:
+                    wv = builder.load(builder.bitcast(builder.gep(bbase, [off]), vi8.as_pointer()), align=1)
+                    ws.append(builder.sext(wv, vi16))
+            koff = builder.mul(k, ir.Constant(_I64, KG))
+            for r in range(rows):
+                src = builder.gep(arows[r], [koff])
+                if vnni:
+                    x = builder.xor(builder.load(builder.bitcast(src, p32), align=1), flip)
+                else:
+                    x2 = builder.xor(builder.load(builder.bitcast(src, _I16.as_pointer()), align=1), flip2)
+                    x2 = builder.zext(builder.bitcast(x2, ir.VectorType(_I8, 2)), ir.VectorType(_I16, 2))
+                    x = builder.bitcast(x2, _I32)
+                xv = _splat(builder, x, vi32)
+                for v in range(nv):
+                    if vnni:
+                        builder.store(builder.call(dot, [builder.load(accs[r][v]), xv, ws[v]]), accs[r][v])
+                    else:
+                        prod = builder.call(dot, [builder.bitcast(xv, vi16), ws[v]])
+                        builder.store(builder.add(builder.load(accs[r][v]), prod), accs[r][v])
+        tabs = [_table_vectors(builder, tp, t_off, t_stride, v * lanes, vi32) for v in range(nv)] if requant else []
+        for r in range(rows):
+            row = builder.gep(op, [builder.add(out_off, builder.mul(out_stride, ir.Constant(_I64, r)))])
+            for v in range(nv):
+                dst = builder.gep(row, [ir.Constant(_I64, v * lanes)])
+                acc = builder.load(accs[r][v])
+                if requant:
+                    q = _emit_requant(builder, acc, tabs[v], zp, lo, hi)
+                    builder.store(q, builder.bitcast(dst, ir.VectorType(_I8, lanes).as_pointer()), align=1)
+                else:
+                    builder.store(acc, builder.bitcast(dst, vi32.as_pointer()), align=4)
+
+    @intrinsic
+    def tile(typingctx, a, a_off, a_stride, flip, b, b_off, groups, tab, t_off, t_stride, out, out_off,
+             out_stride, zp, lo, hi):
+        sig = types.void(a, a_off, a_stride, flip, b, b_off, groups, tab, t_off, t_stride, out, out_off,
+                         out_stride, zp, lo, hi)
+
+        def codegen(context, builder, signature, args):
+            sa = signature.args
+            vals = []
+            for i, ty in enumerate(argtys):
+                if isinstance(ty, ir.PointerType):
+                    vals.append(_data(context, builder, sa[i], args[i], ty.pointee))
+                else:
+                    vals.append(context.cast(builder, args[i], sa[i], types.int64 if ty == _I64 else types.int32))
+            builder.call(_function(builder.module, fname, argtys, body), vals)
+            return context.get_dummy_value()
+        return sig, codegen
+    return tile
+
+
+def _make_dw_run():
+    """Depthwise taps fused with the requantization: for j < 2*VL*nvec,
+    out[out_off + j] = requant(sum over t < taps of int16(xp[offs[t] + j] * wt[t*w_stride + j]))
+    with table columns j (every product of x - zp and an int8 filter value fits int16; the sum
+    is int32)."""
+    lanes = 2 * VL
+    vi16 = ir.VectorType(_I16, lanes)
+    vi32 = ir.VectorType(_I32, lanes)
+    hv32 = ir.VectorType(_I32, VL)
+    p16, p64, p32, p8 = _I16.as_pointer(), _I64.as_pointer(), _I32.as_pointer(), _I8.as_pointer()
+    argtys = [p16, p64, _I64, p16, _I64, p32, _I64, p8, _I64, _I64, _I32, _I32, _I32]
+    fname = f"acelera_qjit_dw_{KIND}"
+
+    def body(builder, args):
+        xp, op, taps, wp, w_stride, tp, t_stride, outp, out_off, nvec = args[:10]
+        zp, lo, hi = [_splat(builder, v, hv32) for v in args[10:]]
+        sums = cgutils.alloca_once(builder, vi32)
+        halves = [ir.Constant(ir.VectorType(_I32, VL), list(range(h * VL, (h + 1) * VL))) for h in (0, 1)]
+        with cgutils.for_range(builder, nvec) as outer:
+            base = builder.mul(outer.index, ir.Constant(_I64, lanes))
+            builder.store(ir.Constant(vi32, [0] * lanes), sums)
+            with cgutils.for_range(builder, taps) as inner:
+                t = inner.index
+                off = builder.load(builder.gep(op, [t]))
+                xv = builder.load(builder.bitcast(builder.gep(xp, [builder.add(off, base)]), vi16.as_pointer()),
+                                  align=2)
+                woff = builder.add(builder.mul(t, w_stride), base)
+                wv = builder.load(builder.bitcast(builder.gep(wp, [woff]), vi16.as_pointer()), align=2)
+                builder.store(builder.add(builder.load(sums), builder.sext(builder.mul(xv, wv), vi32)), sums)
+            acc = builder.load(sums)
+            for h in (0, 1):
+                part = builder.shuffle_vector(acc, acc, halves[h])
+                col = builder.add(base, ir.Constant(_I64, h * VL))
+                q = _emit_requant(builder, part, _table_vectors(builder, tp, col, t_stride, 0, hv32), zp, lo, hi)
+                dst = builder.gep(outp, [builder.add(out_off, col)])
+                builder.store(q, builder.bitcast(dst, ir.VectorType(_I8, VL).as_pointer()), align=1)
+
+    @intrinsic
+    def dw_run(typingctx, xp, offs, taps, wt, w_stride, tab, t_stride, out, out_off, nvec, zp, lo, hi):
+        sig = types.void(xp, offs, taps, wt, w_stride, tab, t_stride, out, out_off, nvec, zp, lo, hi)
+
+        def codegen(context, builder, signature, args):
+            sa = signature.args
+            vals = []
+            for i, ty in enumerate(argtys):
+                if isinstance(ty, ir.PointerType):
+                    vals.append(_data(context, builder, sa[i], args[i], ty.pointee))
+                else:
+                    vals.append(context.cast(builder, args[i], sa[i], types.int64 if ty == _I64 else types.int32))
+            builder.call(_function(builder.module, fname, argtys, body), vals)
+            return context.get_dummy_value()
+        return sig, codegen
+    return dw_run
+
+
+@_inline
+def _dw_run_portable(xp, offs, taps, wt, w_stride, tab, t_stride, out, out_off, nvec, zp, lo, hi):
+    for j in range(nvec * 16):
+        acc = np.int32(0)
+        for t in range(taps):
+            acc = np.int32(acc + np.int32(np.int16(xp[offs[t] + j] * wt[t * w_stride + j])))
+        out[out_off + j] = _requant_scalar(acc, tab, j, t_stride, zp, lo, hi)
+
+
+@_inline
+def _requant_scalar(a, tab, t, t_stride, zp, lo, hi):
+    """_emit_requant of one value (the portable kernels)."""
+    a = np.int32(np.int64(np.int32(a + tab[t])) << tab[5 * t_stride + t])
+    v = np.int64(np.int32((np.int64(a) * tab[t_stride + t] + (1 << 30)) >> 31))
+    rem = v & tab[2 * t_stride + t]
+    thr = tab[3 * t_stride + t] + (1 if v < 0 else 0)
+    v = (v >> tab[4 * t_stride + t]) + (1 if rem > thr else 0)
+    return min(max(v, lo), hi) + zp
+
+
+def _make_tile_portable(rows: int, requant: bool, nv: int = NV):
+    cols = nv * (VL or 8)
+
+    @_inline
+    def tile(a, a_off, a_stride, flip, b, b_off, groups, tab, t_off, t_stride, out, out_off, out_stride, zp, lo,
+             hi):
+        add = 128 if flip else 0
+        acc = np.zeros(cols, np.int32)
+        for r in range(rows):
+            acc[:] = 0
+            ar = a_off + r * a_stride
+            for kk in range(groups):
+                wb = b_off + kk * KG * NR
+                for t in range(KG):
+                    u = np.int32(np.uint8(a[ar + KG * kk + t] + add))
+                    for j in range(cols):
+                        acc[j] = np.int32(acc[j] + u * np.int32(b[wb + KG * j + t]))
+            base = out_off + r * out_stride
+            for j in range(cols):
+                if requant:
+                    out[base + j] = _requant_scalar(acc[j], tab, t_off + j, t_stride, zp, lo, hi)
+                else:
+                    out[base + j] = acc[j]
+    return tile
+
+
+_make = _make_tile if VL else _make_tile_portable
+# GEMM tiles: for CONV_2D requantized, MR or MR1 rows, NR or NR/2 channels (_h); for
+# FULLY_CONNECTED the int32 sums of MR or MR1 rows.
+_tq, _tq_h, _tq1, _tq1_h = _make(MR, True), _make(MR, True, 1), _make(MR1, True), _make(MR1, True, 1)
+_tile, _tile1 = _make(MR, False), _make(MR1, False)
+_dw_run = _make_dw_run() if VL else _dw_run_portable
+#: int16 values a depthwise tap vector covers (buffers the taps read have this much slack)
+TAP_VL = 2 * VL if VL else 16
+
+
+# --- helpers ----------------------------------------------------------------------------------
+# Inner loops index views with the bare loop variable: numba then needs no negative-index
+# fix-ups and LLVM vectorizes them.
+
+@_inline
+def _requant_fc_row(acc, bias, eff, per, out, n, out_zp, qmin, qmax):
+    """FULLY_CONNECTED's double-precision requantization: round(double(acc + bias) * eff),
+    INT32_MIN when out of the int32 range, + out_zp (int32 wrap), clamped."""
+    half = 0.49999999999999994
+    e0 = eff[0]
+    for j in range(n):
+        a = np.int64(np.int32(np.int64(acc[j]) + bias[j]))
+        v = np.float64(a) * (eff[j] if per else e0)
+        r = np.trunc(v + half) if v >= 0 else np.trunc(v - half)
+        if r >= -2147483648.0 and r <= 2147483647.0:
+            q = np.int64(r)
+        else:
+            q = np.int64(INT32_MIN)
+        q = np.int64(np.int32(q + out_zp))
+        out[j] = min(max(q, qmin), qmax)
+
+
+@_inline
+def _shifted(src, s, dst, d, n, zp):
+    """dst[d + i] = src[s + i] - zp as int16 for i < n."""
+    for i in range(n):
+        dst[_U(d + i)] = np.int16(src[_U(s + i)]) - zp
+
+
+@_inline
+def _flip(src, s, dst, d, n):
+    """dst[d + i] = src[s + i] + 128 as uint8 for i < n."""
+    for i in range(n):
+        dst[_U(d + i)] = np.uint8(src[_U(s + i)] + 128)
+
+
+@_inline
+def _copy(src, s, dst, d, n):
+    for i in range(n):
+        dst[_U(d + i)] = src[_U(s + i)]
+
+
+
+
+# --- CONV_2D ------------------------------------------------------------------------------------
+# geo: n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl, in_zp, out_zp, qmin, qmax, o, groups, nb, hp, wp,
+# tiles per panel
+# A band's scratch: abuf (panel rows of KG*groups uint8) and tmp (MR x NR int8: tiles that are
+# not whole). tab: the requantization table (flat, TABLE_ROWS rows).
+# Convolutions with more than one tap gather their im2col rows from xp, the input + 128 as
+# uint8, padded with 128 + in_zp (hp x wp pixels; its border is set once, never written).
+
+@_inline
+def _pad_fill(x, xp, g, r0, r1):
+    """Input rows [r0, r1) of every batch into the padded input."""
+    n, h, w, c = g[0], g[1], g[2], g[3]
+    pt, pl, hp, wp = g[12], g[13], g[21], g[22]
+    for b in range(n):
+        for y in range(r0, r1):
+            src = (b * h + y) * w * c
+            dst = ((b * hp + y + pt) * wp + pl) * c
+            _flip(x, src, xp, dst, w * c)
+
+
+@_inline
+def _im2col_row(xp, abuf, a0, g, b, oy, ox):
+    """The im2col row of output pixel (b, oy, ox) from the padded input."""
+    c, kh, kw, sh, sw, dh, dw = g[3], g[4], g[5], g[6], g[7], g[8], g[9]
+    hp, wp = g[21], g[22]
+    span = kw * c
+    for ky in range(kh):
+        base = ((b * hp + oy * sh + ky * dh) * wp + ox * sw) * c
+        if dw == 1:
+            _copy(xp, base, abuf, a0 + ky * span, span)
+        else:
+            for kx in range(kw):
+                _copy(xp, base + kx * dw * c, abuf, a0 + ky * span + kx * c, c)
+
+
+@_inline
+def _conv_tile(a, ar, ka, flip, rows, half, bp, wb, groups, tab, t0, opad, dst, d0, ds, zp, lo, hi):
+    """One requantized tile: `rows` MR or MR1, `half`: the first NR/2 channels of the block."""
+    if rows == MR:
+        if half:
+            _tq_h(a, ar, ka, flip, bp, wb, groups, tab, t0, opad, dst, d0, ds, zp, lo, hi)
+        else:
+            _tq(a, ar, ka, flip, bp, wb, groups, tab, t0, opad, dst, d0, ds, zp, lo, hi)
+    elif half:
+        _tq1_h(a, ar, ka, flip, bp, wb, groups, tab, t0, opad, dst, d0, ds, zp, lo, hi)
+    else:
+        _tq1(a, ar, ka, flip, bp, wb, groups, tab, t0, opad, dst, d0, ds, zp, lo, hi)
+
+
+@_inline
+def _conv_tiles(a, a_off, ka, flip, bp, groups, nb, tab, opad, out, m0, rows, o, tmp, zp, lo, hi):
+    """Output rows [m0, m0 + rows) from their im2col rows (a at a_off, stride ka; flip != 0:
+    rows of the int8 input), requantized into out. Tiles of MR rows, the last rows one at a
+    time when few; a block's last channels in half blocks; what does not fill its tile goes
+    through tmp."""
+    half_nr = NR // 2
+    sub = 0
+    while sub < rows:
+        left = rows - sub
+        n_rows = MR if left > 2 else MR1
+        valid = min(n_rows, left)
+        ar = a_off + sub * ka
+        for blk in range(nb):
+            c0 = blk * NR
+            cols = o - c0
+            wb = blk * groups * KG * NR
+            half = cols <= half_nr
+            width = half_nr if half else NR
+            whole = valid == n_rows and cols >= width
+            dst = out if whole else tmp
+            d0 = (m0 + sub) * o + c0 if whole else 0
+            ds = o if whole else NR
+            _conv_tile(a, ar, ka, flip, n_rows, half, bp, wb, groups, tab, c0, opad, dst, d0, ds, zp, lo, hi)
+            if not whole:
+                ncols = min(cols, width)
+                for r in range(valid):
+                    _copy(tmp, r * NR, out, (m0 + sub + r) * o + c0, ncols)
+        sub += valid
+
+
+@_inline
+def _conv_band(x, xp, bp, tab, g, out, abuf, tmp, band, bands):
+    """Output pixels of panels [band * panels / bands, (band + 1) * panels / bands): a panel is
+    `tiles per panel` tiles of MR pixels, gathered before its tiles are multiplied."""
+    n, h, w, c = g[0], g[1], g[2], g[3]
+    kh, kw, sh, sw = g[4], g[5], g[6], g[7]
+    oh, ow, pt, pl = g[10], g[11], g[12], g[13]
+    zp, lo, hi, o, groups, nb = g[15], g[16] - g[15], g[17] - g[15], g[18], g[19], g[20]
+    tiles_per_panel = g[23]
+    opad = tab.shape[0] // TABLE_ROWS
+    m = n * oh * ow
+    span = MR * tiles_per_panel
+    panels = (m + span - 1) // span
+    p0 = band * panels // bands
+    p1 = (band + 1) * panels // bands
+    ka = KG * groups
+    a_base = band * span * ka
+    t_base = band * MR * NR
+    pointwise = kh == 1 and kw == 1 and pt == 0 and pl == 0
+    direct = pointwise and sh == 1 and sw == 1 and oh == h and ow == w and ka == c  # x rows are A rows
+    bt = tmp[t_base:t_base + MR * NR]
+    xu = x.view(np.uint8)
+    for panel in range(p0, p1):
+        m0 = panel * span
+        rows = min(span, m - m0)
+        full = rows // MR * MR if direct else rows
+        rest = rows - full
+        if not direct:
+            b = m0 // (oh * ow)  # the pixel of row m0, then stepped without divisions
+            rem = m0 - b * oh * ow
+            oy = rem // ow
+            ox = rem - oy * ow
+            for r in range(rows):
+                a0 = a_base + r * ka
+                if pointwise:
+                    src = ((b * h + oy * sh) * w + ox * sw) * c
+                    _flip(x, src, abuf, a0, c)
+                else:
+                    _im2col_row(xp, abuf, a0, g, b, oy, ox)
+                ox += 1
+                if ox == ow:
+                    ox = 0
+                    oy += 1
+                    if oy == oh:
+                        oy = 0
+                        b += 1
+        elif rest > 2:  # a longer tail than MR1 tiles suit: tiles read whole rows, copy it
+            _flip(x, (m0 + full) * c, abuf, a_base, rest * c)
+        for seg in range(2):
+            if seg == 0:  # whole tiles (direct) or every row (gathered)
+                a, a0, flip, s0, cnt = (xu, m0 * c, 1, m0, full) if direct else (abuf, a_base, 0, m0, rows)
+            elif rest > 2:
+                a, a0, flip, s0, cnt = abuf, a_base, 0, m0 + full, rest
+            else:  # a short tail read directly, one row at a time
+                a, a0, flip, s0, cnt = xu, (m0 + full) * c, 1, m0 + full, rest
+            if cnt > 0:
+                _conv_tiles(a, a0, ka, flip, bp, groups, nb, tab, opad, out, s0, cnt, o, bt, zp, lo, hi)
+
+
+@_jit
+def conv_gemm(x, xp, bp, tab, g, out, abuf, tmp):
+    if g[4] * g[5] > 1 or g[12] > 0 or g[13] > 0:
+        _pad_fill(x, xp, g, 0, g[1])
+    _conv_band(x, xp, bp, tab, g, out, abuf, tmp, 0, 1)
+
+
+@_jit_par
+def conv_gemm_par(x, xp, bp, tab, g, out, abuf, tmp, nt):
+    bands = min(nt[0], abuf.shape[0] // (MR * g[23] * KG * g[19]))
+    if g[4] * g[5] > 1 or g[12] > 0 or g[13] > 0:
+        h = g[1]
+        for band in prange(bands):
+            _pad_fill(x, xp, g, band * h // bands, (band + 1) * h // bands)
+    for band in prange(bands):
+        _conv_band(x, xp, bp, tab, g, out, abuf, tmp, band, bands)
+
+
+# --- DEPTHWISE_CONV_2D ------------------------------------------------------------------------
+# geo: n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl, in_zp, out_zp, qmin, qmax, o, mult, hp, wq, q,
+# phases
+# The zero-padded input (x - in_zp, int16, each channel repeated `mult` times) is stored as ph
+# column phases (1, or sw for strided convolutions with few channels): padded column X is at
+# [b][Y][X % ph][X // ph][o], so every tap of a run of q output pixels (1 unless ph == sw)
+# reads one contiguous span (`_dw_taps` reads TAP_VL values at a time: xp and wt
+# have that much slack). wt: the filter taps, each tiled q times (rows q*o + TAP_VL apart);
+# tab: the requantization table tiled q times.
+
+@_inline
+def _dw_fill(x, xp, g, r0, r1):
+    """Input rows [r0, r1) (all batches) into the phased padded input (sw: the phases); the
+    zero border is never written."""
+    n, h, w, c = g[0], g[1], g[2], g[3]
+    pt, pl, in_zp, o, mult, hp, wq, sw = g[12], g[13], g[14], g[18], g[19], g[20], g[21], g[23]
+    zp = np.int16(in_zp)
+    for b in range(n):
+        for y in range(r0, r1):
+            src = (b * h + y) * w * c
+            row = ((b * hp + y + pt) * sw) * wq * o
+            if sw == 1 and mult == 1:
+                _shifted(x, src, xp, row + pl * o, w * c, zp)
+                continue
+            for ix in range(w):
+                xx = ix + pl
+                dst = row + ((xx % sw) * wq + xx // sw) * o
+                if mult == 1:
+                    _shifted(x, src + ix * c, xp, dst, c, zp)
+                else:
+                    for ci in range(c):
+                        v = np.int16(x[_U(src + ix * c + ci)]) - zp
+                        for k in range(mult):
+                            xp[_U(dst + ci * mult + k)] = v
+
+
+@_inline
+def _dw_rows(xp, wt, tab, g, out, tmp, offs, r0, r1):
+    """Output rows [r0, r1) (flattened batch * oh); tmp: TAP_VL int8, offs: 2*kh*kw int64 (the
+    taps' offsets for the row, then for the run)."""
+    kh, kw, sh, sw, dh, dw = g[4], g[5], g[6], g[7], g[8], g[9]
+    oh, ow = g[10], g[11]
+    zp, lo, hi, o, hp, wq = g[15], g[16] - g[15], g[17] - g[15], g[18], g[20], g[21]
+    q, ph = g[22], g[23]
+    t_stride = tab.shape[0] // TABLE_ROWS
+    stride = q * o + TAP_VL  # of the tiled filter taps
+    plane = wq * o
+    taps = kh * kw
+    step = o if ph == sw else sw * o  # between neighbouring output pixels
+    b = r0 // oh
+    oy = r0 - b * oh
+    for _ in range(r0, r1):
+        for ky in range(kh):
+            yb = ((b * hp + oy * sh + ky * dh) * ph) * plane
+            for kx in range(kw):
+                xx = kx * dw
+                offs[taps + ky * kw + kx] = yb + (xx % ph) * plane + (xx // ph) * o
+        base = (b * oh + oy) * ow * o
+        for ox0 in range(0, ow, q):
+            n = min(q, ow - ox0) * o
+            for t in range(taps):
+                offs[t] = offs[taps + t] + ox0 * step
+            full = n // TAP_VL
+            _dw_run(xp, offs, taps, wt, stride, tab, t_stride, out, base + ox0 * o, full, zp, lo, hi)
+            rest = n - full * TAP_VL
+            if rest:  # the last partial vector through tmp
+                for t in range(taps):
+                    offs[t] += full * TAP_VL
+                _dw_run(xp, offs, taps, wt[full * TAP_VL:], stride, tab[full * TAP_VL:], t_stride, tmp, 0, 1, zp,
+                        lo, hi)
+                _copy(tmp, 0, out, base + ox0 * o + full * TAP_VL, rest)
+        oy += 1
+        if oy == oh:
+            oy = 0
+            b += 1
+
+
+@_jit
+def dw_conv(x, xp, wt, tab, g, out, tmp, offs):
+    _dw_fill(x, xp, g, 0, g[1])
+    _dw_rows(xp, wt, tab, g, out, tmp, offs, 0, g[0] * g[10])
+
+
+@_jit_par
+def dw_conv_par(x, xp, wt, tab, g, out, tmp, offs, nt):
+    taps = g[4] * g[5]
+    bands = min(nt[0], tmp.shape[0] // TAP_VL)
+    h = g[1]
+    for band in prange(bands):
+        _dw_fill(x, xp, g, band * h // bands, (band + 1) * h // bands)
+    rows = g[0] * g[10]
+    for band in prange(bands):
+        _dw_rows(xp, wt, tab, g, out, tmp[band * TAP_VL:(band + 1) * TAP_VL], offs[band * 2 * taps:(band + 1) * 2 * taps],
+                 band * rows // bands, (band + 1) * rows // bands)
+
+
+# --- FULLY_CONNECTED ----------------------------------------------------------------------------
+# geo: batch, k, units, in_zp, out_zp, qmin, qmax, groups, nb, per_channel
+
+@_jit
+def fc_gemm(x, bp, bias, eff, g, out, abuf, cbuf):
+    batch, k, units = g[0], g[1], g[2]
+    out_zp, qmin, qmax, groups, nb, per = g[4], g[5], g[6], g[7], g[8], g[9] != 0
+    ka = KG * groups
+    cw = nb * NR
+    rows = MR if batch > 1 else MR1
+    xu = x.view(np.uint8)
+    for tile in range((batch + rows - 1) // rows):
+        m0 = tile * rows
+        valid = min(rows, batch - m0)
+        direct = ka == k and valid == rows  # the input rows are the tile
+        if not direct:
+            for r in range(valid):
+                _flip(x, (m0 + r) * k, abuf, r * ka, k)
+        src = xu if direct else abuf
+        a0 = m0 * k if direct else 0
+        for blk in range(nb):
+            wb = blk * groups * KG * NR
+            if rows == MR:
+                _tile(src, a0, ka, 1 if direct else 0, bp, wb, groups, cbuf, 0, 0, cbuf, blk * NR, cw, 0, 0, 0)
+            else:
+                _tile1(src, a0, ka, 1 if direct else 0, bp, wb, groups, cbuf, 0, 0, cbuf, blk * NR, cw, 0, 0, 0)
+        for r in range(valid):
+            p = m0 + r
+            _requant_fc_row(cbuf[r * cw:r * cw + units], bias, eff, per, out[p * units:(p + 1) * units], units,
+                            out_zp, qmin, qmax)
+
+
+# --- elementwise lookup tables ------------------------------------------------------------------
+
+@_jit
+def lut2(a, b, table, out):
+    """out[i] = table[256 * (a[i] + 128) + b[i] + 128] for int8 a, b (table: all 65536 pairs)."""
+    au, bu = a.view(np.uint8), b.view(np.uint8)
+    for i in range(out.shape[0]):
+        out[i] = table[(np.int64(au[i] ^ 0x80) << 8) | np.int64(bu[i] ^ 0x80)]
+
+
+@_jit
+def lut1(a, table, out):
+    """out[i] = table[a[i] + 128] for int8 a (table: all 256 values)."""
+    au = a.view(np.uint8)
+    for i in range(out.shape[0]):
+        out[i] = table[au[i] ^ 0x80]
+
+
+@_jit
+def sum_lut(x, n, hw, c, table, offset, acc, out):
+    """out[b, j] = table[offset + sum over the hw pixels of x[b, :, j]] for int8 x (n, hw, c)."""
+    for b in range(n):
+        for j in range(c):
+            acc[j] = 0
+        for p in range(hw):
+            row = x[(b * hw + p) * c:(b * hw + p + 1) * c]
+            for j in range(c):
+                acc[j] += row[j]
+        o = out[b * c:(b + 1) * c]
+        for j in range(c):
+            o[j] = table[offset + acc[j]]

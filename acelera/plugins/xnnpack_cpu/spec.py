@@ -3,9 +3,10 @@
 
 A `Spec` says which tensors a step reads and writes, what scratch it needs, which constants
 it packs once (GEMM-ready filters, tiled depthwise taps: the weight cache stores these), and
-how to build its closure once the planner has given every tensor a fixed buffer. Closures take
-no arguments: all views (im2col sources, tap windows, 2-D GEMM views) are made at build time,
-so a step costs one Python call plus its numpy/numba calls.
+how to build it once the planner has given every tensor a fixed buffer: build returns a
+zero-argument closure, a `jit.Native` record or a list of both. All views (im2col sources, tap
+windows, 2-D GEMM views) are made at build time; numba work is native records, which run
+without Python in between (program.py links runs of them into one call).
 
 Builders compute in float32; `program.py` wraps them for float16 storage.
 """
@@ -121,7 +122,8 @@ def tile_row(v: np.ndarray, reps: int) -> np.ndarray:
 
 def epilogue(acc: np.ndarray, out: np.ndarray, bias: np.ndarray, act1: Act, res: np.ndarray | None,
              act2: Act, scratch: np.ndarray | None, ow: int = 1):
-    """A closure computing out = act2(clamp1(acc + bias) [+ res]) on (M, C) arrays. `acc` is
+    """A native step (a closure without numba) computing out = act2(clamp1(acc + bias) [+ res])
+    on (M, C) arrays. `acc` is
     `out` itself, except when `out` overwrites the residual (then `res` is `out`); `res` may
     have fewer channels than C (a channel-padded residual). act1 is a clamp.
 
@@ -152,11 +154,11 @@ def epilogue(acc: np.ndarray, out: np.ndarray, bias: np.ndarray, act1: Act, res:
     lo1, hi1, lo2, hi2 = f32c(act1.lo), f32c(act1.hi), f32c(act2.lo), f32c(act2.hi)
     al = act2.alpha if act2.alpha is not None else np.zeros(out.shape[1], F32)
     if onto:
-        return jit.bind(jit.epilogue_onto, acc, bias, lo1, hi1, al, lo2, hi2, act2.kind, out)
+        return jit.Native(jit.OP_EPILOGUE_ONTO, acc, bias, lo1, hi1, al, lo2, hi2, act2.kind, out)
     if partial:
-        return jit.bind(jit.epilogue_partial, out, bias, lo1, hi1, res, ow, al, lo2, hi2, act2.kind)
+        return jit.Native(jit.OP_EPILOGUE_PARTIAL, out, bias, lo1, hi1, res, ow, al, lo2, hi2, act2.kind)
     r = res if res is not None else EMPTY.reshape(1, 1)
-    return jit.bind(jit.epilogue, out, bias, lo1, hi1, r, res is not None, al, lo2, hi2, act2.kind)
+    return jit.Native(jit.OP_EPILOGUE, out, bias, lo1, hi1, r, int(res is not None), al, lo2, hi2, act2.kind)
 
 
 def _epilogue_numpy(acc, out, bias, act1, res, act2, scratch, onto):
@@ -210,3 +212,45 @@ def prelu_numpy(x, out, alpha, tmp):
         np.maximum(x, zero, out=out)
         np.add(out, tmp, out=out)
     return run
+
+
+# --- copies -------------------------------------------------------------------------------------
+
+def block_copies(src_shape, dst_shape, begin) -> list[tuple[int, int, int, int, int]]:
+    """Copy a C-contiguous array of src_shape into one of dst_shape at index `begin` as runs:
+    (src offset, dst offset, run, repeats, dst stride) per group, the source contiguous (a
+    group's repeats are consecutive runs of it); trailing dimensions copied whole join the run."""
+    nd = len(src_shape)
+    if nd == 0:
+        return [(0, 0, 1, 1, 1)]
+    d = nd - 1
+    while d > 0 and src_shape[d] == dst_shape[d] and begin[d] == 0:
+        d -= 1
+    inner = int(np.prod(dst_shape[d + 1:], dtype=np.int64))
+    run = int(src_shape[d]) * inner
+    if d == 0:
+        return [(0, int(begin[0]) * inner, run, 1, run)]
+    reps, dstr = int(src_shape[d - 1]), int(dst_shape[d]) * inner
+    out = []
+    for idx in np.ndindex(*src_shape[:d - 1]):
+        src = int(np.ravel_multi_index(idx, src_shape[:d - 1])) * reps * run if idx else 0
+        pos = tuple(int(i) + int(b) for i, b in zip(idx, begin)) + (int(begin[d - 1]), int(begin[d]))
+        out.append((src, int(np.ravel_multi_index(pos, dst_shape[:d + 1])) * inner, run, reps, dstr))
+    return out
+
+
+#: a PAD or CONCATENATION with more runs than this copies with numpy
+MAX_COPY_GROUPS = 4096
+
+
+def native_copy(out: np.ndarray, parts: list, lo: float, hi: float):
+    """A jit.OP_COPY record: parts are (source array, block_copies groups) pairs."""
+    args = []
+    n = 0
+    for src, groups in parts:
+        flat = src.reshape(-1)
+        for s0, d0, run, reps, dstr in groups:
+            args += [flat[s0:s0 + reps * run], d0, run, reps, run, dstr]
+            n += 1
+    clamp = not (np.isinf(lo) and np.isinf(hi))
+    return jit.Native(jit.OP_COPY, out.reshape(-1), n, *args, f32c(lo), f32c(hi), int(clamp))
