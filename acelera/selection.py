@@ -75,7 +75,7 @@ PRECISION_FLAG = "gpu_precision_loss_allowed"
 DEFAULT_TIME_BUDGET = 60.0
 DEFAULT_ACCURACY_RUNS = 3
 #: loosest last: a stack is judged by the loosest precision among the delegates that took nodes
-LOOSENESS = ("exact", "float32", "integer", "float16", "float-view")
+LOOSENESS = ("exact", "float32", "integer", "float16", "float-view", "optimized")
 MAX_WARNINGS = 5
 
 PASS, FAIL, ERROR, SKIPPED, NOT_TRIED = "pass", "fail", "error", "skipped", "not tried"

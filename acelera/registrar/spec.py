@@ -52,7 +52,8 @@ class DelegateSpec:
     default_min_nodes: int = 0
     #: arithmetic the conformance suite judges it by: "float32", "float16", "integer"
     #: (at most one quantization step off), "float-view" (quantized models computed in float:
-    #: one step per op, whole models against the float-view answer on its floor) or "exact"; or a mapping
+    #: one step per op, whole models against the float-view answer on its floor), "optimized"
+    #: (LiteRT's optimized int8 kernels: tolerances.py) or "exact"; or a mapping
     #: {"float": ..., "integer": ...} by case kind (conformance/tolerances.py)
     precision: str | Mapping[str, str] = "float32"
     #: like FP16GraphPartitionHelper: constant fp16 DEQUANTIZE nodes join a fully delegated graph

@@ -137,7 +137,7 @@ SPEC_XNNPACK = DelegateSpec(
     name=XNNPACK, summary="LiteRT's built-in XNNPACK, to compare with acelera's xnnpack-cpu", version="0.1.0",
     flags=FLAGS_XNNPACK, enabled_by=("use_litert_xnnpack",), op_table=native_table(XNNPACK),
     model_types=ALL_MODEL_TYPES, backend="cpu", probe=probe, factory=create_xnnpack,
-    precision={"float": "float32", "integer": "float-view"},
+    precision={"float": "float32", "integer": "optimized"},
     fp16_weights_aware=True, notes=NOTES.replace("the native library", "LiteRT's XNNPACK"))
 
 

@@ -148,8 +148,8 @@ class BuiltinXnnpack(Source):
     label = "LiteRT's XNNPACK"
     resolver = "AUTO"
     #: XNNPACK's int8 kernels requantize in float: LiteRT's optimized int8 results, not its
-    #: reference kernels' (see conformance/tolerances.py, float-view)
-    precision = {"float": "float32", "integer": "float-view"}
+    #: reference kernels' (see conformance/tolerances.py, optimized)
+    precision = {"float": "float32", "integer": "optimized"}
     #: FLOAT16 activations are computed in float16, which a float32 certification cannot judge
     discover_dtypes = ("FLOAT32", "INT8", "UINT8", "INT16", "INT32")
 
