@@ -287,14 +287,8 @@ def blocked(fn: BinaryFn, out_dtype) -> BinaryFn:
         if inner is None:
             return tiled(x, y)
         out = np.empty(shape, out_dtype)
-        o2 = out.reshape(-1, inner)
-        x2 = x.reshape(-1, inner) if x.size == out.size else x.reshape(1, -1)
-        y2 = y.reshape(-1, inner) if y.size == out.size else y.reshape(1, -1)
-        step = max(1, BLOCK // inner)
-        for r in range(0, o2.shape[0], step):
-            xb = x2[r:r + step] if x2.shape[0] > 1 else x2
-            yb = y2[r:r + step] if y2.shape[0] > 1 else y2
-            o2[r:r + step] = fn(xb, yb)
+        for xb, yb, ob in _row_blocks(x, y, out, inner):
+            ob[...] = fn(xb, yb)
         return out
     return run
 
@@ -326,15 +320,22 @@ def blocked_into(fn: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], out_dt
         if inner is None:
             return tiled(x, y)
         out = np.empty(shape, out_dtype)
-        o2 = out.reshape(-1, inner)
-        x2 = x.reshape(-1, inner) if x.size == out.size else x.reshape(1, -1)
-        y2 = y.reshape(-1, inner) if y.size == out.size else y.reshape(1, -1)
-        step = max(1, BLOCK // inner)
-        for r in range(0, o2.shape[0], step):
-            fn(x2[r:r + step] if x2.shape[0] > 1 else x2, y2[r:r + step] if y2.shape[0] > 1 else y2,
-               o2[r:r + step])
+        for xb, yb, ob in _row_blocks(x, y, out, inner):
+            fn(xb, yb, ob)
         return out
     return run
+
+
+def _row_blocks(x: np.ndarray, y: np.ndarray, out: np.ndarray, inner: int):
+    """(x block, y block, out block) over rows of `inner` elements, about BLOCK elements at a
+    time; an operand that is one row (a broadcast) is given whole to every block."""
+    o2 = out.reshape(-1, inner)
+    x2 = x.reshape(-1, inner) if x.size == out.size else x.reshape(1, -1)
+    y2 = y.reshape(-1, inner) if y.size == out.size else y.reshape(1, -1)
+    step = max(1, BLOCK // inner)
+    for r in range(0, o2.shape[0], step):
+        yield (x2[r:r + step] if x2.shape[0] > 1 else x2, y2[r:r + step] if y2.shape[0] > 1 else y2,
+               o2[r:r + step])
 
 
 def _block_inner(xs: tuple, ys: tuple, shape: tuple) -> int | None:

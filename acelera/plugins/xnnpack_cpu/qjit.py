@@ -193,6 +193,22 @@ def _function(module, name: str, argtys: list, body):
     return fn
 
 
+
+def _call_codegen(fname: str, argtys: list, body):
+    """numba intrinsic codegen calling the LLVM function `fname` (built by `body`) with the
+    intrinsic's arguments: arrays as data pointers, scalars cast to the declared int width."""
+    def codegen(context, builder, signature, args):
+        sa = signature.args
+        vals = []
+        for i, ty in enumerate(argtys):
+            if isinstance(ty, ir.PointerType):
+                vals.append(_data(context, builder, sa[i], args[i], ty.pointee))
+            else:
+                vals.append(context.cast(builder, args[i], sa[i], types.int64 if ty == _I64 else types.int32))
+        builder.call(_function(builder.module, fname, argtys, body), vals)
+        return context.get_dummy_value()
+    return codegen
+
 def _make_tile(rows: int, requant: bool, nv: int = NV):
     """Products of the `rows` input rows of a (uint8 bytes at a_off + r*a_stride; flip != 0:
     int8 bytes, 128 added) with the first nv*VL channels of the packed filter block at b_off,
@@ -270,17 +286,7 @@ def _make_tile(rows: int, requant: bool, nv: int = NV):
         sig = types.void(a, a_off, a_stride, flip, b, b_off, groups, tab, t_off, t_stride, out, out_off,
                          out_stride, zp, lo, hi)
 
-        def codegen(context, builder, signature, args):
-            sa = signature.args
-            vals = []
-            for i, ty in enumerate(argtys):
-                if isinstance(ty, ir.PointerType):
-                    vals.append(_data(context, builder, sa[i], args[i], ty.pointee))
-                else:
-                    vals.append(context.cast(builder, args[i], sa[i], types.int64 if ty == _I64 else types.int32))
-            builder.call(_function(builder.module, fname, argtys, body), vals)
-            return context.get_dummy_value()
-        return sig, codegen
+        return sig, _call_codegen(fname, argtys, body)
     return tile
 
 
@@ -325,17 +331,7 @@ def _make_dw_run():
     def dw_run(typingctx, xp, offs, taps, wt, w_stride, tab, t_stride, out, out_off, nvec, zp, lo, hi):
         sig = types.void(xp, offs, taps, wt, w_stride, tab, t_stride, out, out_off, nvec, zp, lo, hi)
 
-        def codegen(context, builder, signature, args):
-            sa = signature.args
-            vals = []
-            for i, ty in enumerate(argtys):
-                if isinstance(ty, ir.PointerType):
-                    vals.append(_data(context, builder, sa[i], args[i], ty.pointee))
-                else:
-                    vals.append(context.cast(builder, args[i], sa[i], types.int64 if ty == _I64 else types.int32))
-            builder.call(_function(builder.module, fname, argtys, body), vals)
-            return context.get_dummy_value()
-        return sig, codegen
+        return sig, _call_codegen(fname, argtys, body)
     return dw_run
 
 
