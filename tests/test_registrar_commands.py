@@ -12,7 +12,7 @@ import typer
 from plugin_helpers import EP, plugin
 from typer.testing import CliRunner
 
-from acelera.cli.app import build_app, main, one_line_warnings
+from acelera.cli.app import build_app, main, one_line_warnings, tool_logging
 from acelera.cli.options import AceleraGroup
 from acelera.registrar import hookimpl
 from acelera.registrar.commands import declared_flags, make_command, parsed_from
@@ -117,3 +117,20 @@ def test_warnings_are_one_line_only_while_main_runs(monkeypatch, capsys):
     assert warnings.formatwarning is before
     assert main(["npu-tool", "m.tflite", "--npu_level=99"], registry=registry()) == 2  # an error path restores too
     assert warnings.formatwarning is before
+
+
+def test_tool_logging_only_while_main_runs(capsys):
+    import logging
+
+    logger = logging.getLogger("acelera")
+    level, handlers = logger.level, list(logger.handlers)
+    app_registry = registry()
+    assert main(["npu-tool", "m.tflite"], registry=app_registry) == 0
+    assert logger.level == level and logger.handlers == handlers
+    assert main(["npu-tool", "m.tflite", "--npu_level=99"], registry=app_registry) == 2  # error path too
+    assert logger.level == level and logger.handlers == handlers
+    with tool_logging():
+        assert logger.level == logging.INFO
+        logger.info("took 3 nodes")
+    assert capsys.readouterr().out.endswith("INFO: took 3 nodes\n")
+    assert logger.level == level and logger.handlers == handlers

@@ -338,20 +338,31 @@ def delegate_rows(registry: Registry) -> list[dict[str, Any]]:
     return rows
 
 
-TOOL_HANDLER = "acelera-tool"  # the name of the handler _tool_logging installs
+TOOL_HANDLER = "acelera-tool"  # the name of the handler tool_logging installs
 
 
-def _tool_logging() -> None:
-    """Delegates log what they take and refuse on the `acelera` logger; tools show it, TFLite-style."""
+@contextlib.contextmanager
+def tool_logging() -> Iterator[None]:
+    """Delegates log what they take and refuse on the `acelera` logger; while a command runs,
+    tools show it on stdout, TFLite-style. The logger's handlers and level are put back afterwards,
+    so a program that calls main() keeps its own logging setup."""
     import logging
 
     logger = logging.getLogger("acelera")
+    saved_level = logger.level
+    handler = None
     if not any(h.get_name() == TOOL_HANDLER for h in logger.handlers):
         handler = logging.StreamHandler(sys.stdout)
         handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
         handler.set_name(TOOL_HANDLER)
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        if handler is not None:
+            logger.removeHandler(handler)
+        logger.setLevel(saved_level)
 
 
 def _one_line(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> str:
@@ -395,7 +406,7 @@ def version_lines(registry: Registry, verbose: bool) -> list[str]:
 def main(argv: list[str] | None = None, registry: Registry | None = None) -> int:
     """Entry point of the `acelera` command: one-line errors and warnings, exit codes, `--debug`
     tracebacks."""
-    with one_line_warnings():
+    with one_line_warnings(), tool_logging():
         return _main(argv, registry)
 
 
@@ -403,7 +414,6 @@ def _main(argv: list[str] | None, registry: Registry | None) -> int:
     from acelera.registrar.registry import get_registry
 
     args = list(sys.argv[1:] if argv is None else argv)
-    _tool_logging()
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     if args and args[0] in ("--version", "-V") and set(args[1:]) <= {"-v", "--verbose"}:
