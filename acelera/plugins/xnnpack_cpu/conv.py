@@ -9,6 +9,7 @@ import numpy as np
 from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext
 from acelera.plugins.xnnpack_cpu import jit
+from acelera.plugins.xnnpack_cpu.native_records import OP_DW, OP_DW_1X1, OP_FC_CHAIN, OP_GEMM, OP_IM2COL_PADDED, Native, Par
 from acelera.plugins.xnnpack_cpu.spec import (
     EMPTY,
     F32,
@@ -30,8 +31,10 @@ from acelera.plugins.xnnpack_cpu.spec import (
 
 def conv_geometry(ctx: NodeContext) -> Geometry:
     o = ctx.options
-    w = ctx.inputs[1].shape
-    return Geometry.make(ctx.inputs[0].shape, int(w[1]), int(w[2]), int(o.get("padding", 0) or 0),
+    x_t, w_t = ctx.inputs[0], ctx.inputs[1]
+    assert x_t is not None and w_t is not None  # the op table takes convolutions with input and filter only
+    w = w_t.shape
+    return Geometry.make(x_t.shape, int(w[1]), int(w[2]), int(o.get("padding", 0) or 0),
                          int(o.get("stride_h", 1) or 1), int(o.get("stride_w", 1) or 1),
                          int(o.get("dilation_h_factor", 1) or 1), int(o.get("dilation_w_factor", 1) or 1))
 
@@ -61,12 +64,14 @@ def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None
 
     Large convolutions run in blocks of output rows (im2col, GEMM and epilogue of a block
     while it is in cache); the im2col and accumulator scratch only hold one block (one per
-    half when the step is big enough to be split between two threads: jit.Par). With `raw`
-    the output is the bare product: the depthwise conv reading it adds bias and clamp."""
-    pointwise = kind == "fc" or (geom.pointwise and geom.sh == 1 and geom.sw == 1)
+    half when the step is big enough to be split between two threads: Par). With `raw`
+    the output is the bare product: the depthwise conv reading it adds bias and clamp. `geom`
+    is None for FULLY_CONNECTED."""
+    unpadded_1x1 = geom is not None and geom.pointwise  # any strides
+    pointwise = kind == "fc" or (geom is not None and geom.pointwise and geom.sh == 1 and geom.sw == 1)
     ow = geom.ow if geom is not None else 1
     rows = m // ow
-    numba_ok = jit.AVAILABLE and (pointwise or not geom.pointwise)
+    numba_ok = jit.AVAILABLE and (pointwise or not unpadded_1x1)
     small = jit.AVAILABLE and m <= SMALL_M and (res_tid is None or cres == n_out) and not raw
     split = jit.AVAILABLE and small and n_out >= 32 and m * k * n_out >= PAR_MACS  # BLAS splits the others
     row_bytes = ow * 4 * ((0 if pointwise else k) + n_out * (2 if res_tid is not None else 1))
@@ -74,8 +79,8 @@ def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None
     if split and not small:
         rb = min(rb, -(-rows // 2))
     halves = 2 if split and not small else 1
-    padded = jit.AVAILABLE and not pointwise and not geom.pointwise  # im2col from a zero-bordered copy
-    scratch = []
+    padded = jit.AVAILABLE and not pointwise and not unpadded_1x1  # im2col from a zero-bordered copy
+    scratch: list[tuple[tuple[int, ...], type[np.float32]]] = []
     if not pointwise:  # im2col / strided gather, one block (per half), and the over-copy's slack
         scratch.append(((halves * rb * ow * k + (IM2COL_SLACK if padded else 0),), F32))
     if res_tid is not None:
@@ -84,7 +89,7 @@ def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None
         scratch.append(((m, n_out), F32))
     ins = (x_tid,) + ((res_tid,) if res_tid is not None else ())
     inplace = {out_tid: res_tid} if res_tid is not None and full_res else {}
-    private = (((padded_size(geom) + IM2COL_SLACK,), F32),) if padded else ()
+    private = (((padded_size(geom) + IM2COL_SLACK,), F32),) if padded and geom is not None else ()
 
     def build(a, s, private, p):
         x, out = a[x_tid], a[out_tid]
@@ -112,15 +117,15 @@ def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None
             else:
                 cols, gather = cols_s, _gather(x, cols_s, geom)
             al = p.get("alpha")
-            args = (jit.OP_GEMM, cols, w, p["b"], f32c(act1.lo), f32c(act1.hi),
+            args = (OP_GEMM, cols, w, p["b"], f32c(act1.lo), f32c(act1.hi),
                     res2 if res2 is not None else EMPTY.reshape(1, 1), int(res2 is not None),
                     al if al is not None else np.zeros(n_out, F32), f32c(act2.lo), f32c(act2.hi), act2.kind,
                     acc_s[:m] if onto else out2, out2)
             if split:
                 h = n_out // 2 // 16 * 16
-                step = jit.Par([jit.Native(*args, 0, h)], [jit.Native(*args, h, n_out)])
+                step = Par([Native(*args, 0, h)], [Native(*args, h, n_out)])
             else:
-                step = jit.Native(*args, 0, n_out)
+                step = Native(*args, 0, n_out)
             return head + ([gather, step] if gather is not None else [step])
         act2p = Act(act2.lo, act2.hi, act2.kind, p.get("alpha"))
         mm = np.matmul
@@ -146,7 +151,7 @@ def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None
             groups[half].append(_matmul(mm, cols, w, acc))
             if not raw:
                 groups[half].append(epilogue(acc, ob, p["b"], act1, rsb, act2p, tmp, ow))
-        return head + ([jit.Par(*groups)] if halves == 2 else groups[0])
+        return head + ([Par(*groups)] if halves == 2 else groups[0])
     return Spec(label, nodes, ins, (out_tid,), build, pack, tuple(scratch), private, inplace=inplace,
                 gemm_mnk=m * k * n_out)
 
@@ -160,7 +165,7 @@ def fc_chain_spec(label, nodes, x_tid, out_tid, m: int, k0: int, width: int, pac
     def build(a, s, _p, p):
         x = a[x_tid].reshape(m, k0)
         out = a[out_tid]
-        return jit.Native(jit.OP_FC_CHAIN, x, p["params"], p["meta"], s[0], out.reshape(-1))
+        return Native(OP_FC_CHAIN, x, p["params"], p["meta"], s[0], out.reshape(-1))
     return Spec(label, nodes, (x_tid,), (out_tid,), build, pack, scratch=(((2, m * width), F32),), gemm_mnk=mnk)
 
 
@@ -191,7 +196,7 @@ def pad_into(x: np.ndarray, xp: np.ndarray, g: Geometry):
 
 def _gather_padded(xp: np.ndarray, cols: np.ndarray, g: Geometry, r0: int, r1: int):
     hp, wp = padded_dims(g)
-    return jit.Native(jit.OP_IM2COL_PADDED, xp, hp, wp, g.c, cols.reshape(-1), g.kh, g.kw, g.sh, g.sw, g.dh, g.dw,
+    return Native(OP_IM2COL_PADDED, xp, hp, wp, g.c, cols.reshape(-1), g.kh, g.kw, g.sh, g.sw, g.dh, g.dw,
                       g.oh, g.ow, r0, r1)
 
 
@@ -303,7 +308,7 @@ def dw_spec(label, nodes, x_tid, out_tid, g: Geometry, pack, act: Act, act2: Act
         def build_1x1(a, _s, _private, p):  # a per-channel scale: no padded copy
             x, out = a[x_tid].reshape(g.n * g.h, row), a[out_tid].reshape(g.n * g.h, row)
             at = p.get("at")
-            return jit.Native(jit.OP_DW_1X1, x, p["wt"][0], p["bt"], f32c(act.lo), f32c(act.hi),
+            return Native(OP_DW_1X1, x, p["wt"][0], p["bt"], f32c(act.lo), f32c(act.hi),
                               at if at is not None else np.zeros(p["wt"].shape[1], F32), act2.kind, f32c(act2.lo),
                               f32c(act2.hi), out)
         return Spec(label, nodes, (x_tid,), (out_tid,), build_1x1, pack)  # no in-place: aliasing defeats SIMD
@@ -315,17 +320,17 @@ def dw_spec(label, nodes, x_tid, out_tid, g: Geometry, pack, act: Act, act2: Act
             x, out = a[x_tid], a[out_tid]
             wt = p["wt"]
             at = p.get("at")
-            args = (jit.OP_DW, x.reshape(g.n, g.h, g.w * g.c), private[0].reshape(-1), g.c, g.pt, g.pl,
+            args = (OP_DW, x.reshape(g.n, g.h, g.w * g.c), private[0].reshape(-1), g.c, g.pt, g.pl,
                     g.sh, g.sw, lay.hp, rowlen, int(lay.rowoff[-1]), taps, wt, p["bt"], f32c(act.lo),
                     f32c(act.hi), at if at is not None else np.zeros(wt.shape[1], F32), act2.kind,
                     f32c(act2.lo), f32c(act2.hi), p["pbt"] if pre is not None else np.zeros(1, F32),
                     f32c(pre.lo if pre is not None else -np.inf), f32c(pre.hi if pre is not None else np.inf),
                     int(pre is not None), out.reshape(g.n, g.oh, row))
-            whole = jit.Native(*args, 0, g.oh)
+            whole = Native(*args, 0, g.oh)
             if g.n != 1 or g.oh * row * g.kh * g.kw < PAR_MACS or g.oh < 2:  # batches share the padded rows
                 return whole
             h = g.oh // 2
-            return jit.Par([jit.Native(*args, 0, h)], [jit.Native(*args, h, g.oh)], [whole])
+            return Par([Native(*args, 0, h)], [Native(*args, h, g.oh)], [whole])
         return Spec(label, nodes, (x_tid,), (out_tid,), build_native, pack, private=((lay.shape[1:], F32),))
 
     def build(a, s, private, p):

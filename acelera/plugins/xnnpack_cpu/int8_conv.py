@@ -16,7 +16,7 @@ import numpy as np
 
 from acelera.core.kernels.prepared import QuantizedConvParams, QuantizedFCParams, prepared_params
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.xnnpack_cpu import jit, qjit, threads
+from acelera.plugins.xnnpack_cpu import jit, qjit, qjit_ir, threads
 from acelera.plugins.xnnpack_cpu.spec import Spec
 
 I8, I16, I32, I64, U8 = np.int8, np.int16, np.int32, np.int64, np.uint8
@@ -86,12 +86,12 @@ def fast_spec(label: str, nodes, ctx: NodeContext, consts: dict[int, np.ndarray]
 
 
 def _requant(p: QuantizedConvParams, reps: int, correction: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """The requantization table (qjit.requant_table, flat) tiled `reps` times; `correction` is
+    """The requantization table (qjit_ir.requant_table, flat) tiled `reps` times; `correction` is
     subtracted from the bias (qjit.input_correction), modulo 2**32."""
     bias = np.zeros(p.channels, I64) if p.bias is None else p.bias.astype(I64)
     if correction is not None:
         bias = bias - correction
-    return {"tab": qjit.requant_table(_wrap32(bias), p.multiplier, p.shift, reps).reshape(-1)}
+    return {"tab": qjit_ir.requant_table(_wrap32(bias), p.multiplier, p.shift, reps).reshape(-1)}
 
 
 def _wrap32(v: np.ndarray) -> np.ndarray:

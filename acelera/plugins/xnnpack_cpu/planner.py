@@ -38,19 +38,25 @@ class Arena:
         start = (-raw.ctypes.data) % ALIGN
         self.buf = raw[start:start + self.size]
 
+    @property
+    def data(self) -> np.ndarray:
+        """The allocated buffer (views of the regions are taken after allocate())."""
+        assert self.buf is not None, "Arena.allocate() has not run"
+        return self.buf
+
     def view(self, off: int, shape, dtype) -> np.ndarray:
         dt = np.dtype(dtype)
         n = int(np.prod(shape, dtype=np.int64))
-        return self.buf[off:off + n * dt.itemsize].view(dt).reshape(shape)
+        return self.data[off:off + n * dt.itemsize].view(dt).reshape(shape)
 
     @property
     def f32(self) -> np.ndarray:
         """The whole arena as float32 (what native steps index)."""
-        return self.buf.view(np.float32)
+        return self.data.view(np.float32)
 
     def offset(self, a: np.ndarray) -> int:
         """The float32 offset of a C-contiguous view into the arena."""
-        base = self.buf.ctypes.data
+        base = self.data.ctypes.data
         addr = a.ctypes.data
         if not (base <= addr and addr + a.nbytes <= base + self.size) or (addr - base) % 4:
             raise ValueError("array is not a view into the arena")

@@ -14,6 +14,7 @@ import numpy as np
 from acelera.core.delegate import DelegateKernel, Partition
 from acelera.plugins.xnnpack_cpu import jit
 from acelera.plugins.xnnpack_cpu.compiler import Builder, Graph
+from acelera.plugins.xnnpack_cpu.native_records import Native, Par, encode
 from acelera.plugins.xnnpack_cpu.planner import F16, F32, Arena, Scratch, plan_buffers, storage_dtype
 from acelera.plugins.xnnpack_cpu.spec import Spec
 from acelera.plugins.xnnpack_cpu.threads import ThreadLimit
@@ -32,7 +33,7 @@ class CompiledPartition(DelegateKernel):
     """invoke(*inputs): copy the partition's non-constant inputs into their buffers, run the
     steps, return the output buffers (float32 copies in fp16 mode).
 
-    A step's build returns a closure, a `jit.Native` record, or a list of both; consecutive
+    A step's build returns a closure, a `Native` record, or a list of both; consecutive
     native records (of one step or of several) become one call of jit.run_native."""
 
     def __init__(self, partition: Partition, fp16: bool = False, num_threads: int = -1,
@@ -87,7 +88,7 @@ class CompiledPartition(DelegateKernel):
         self.outputs = [arrays[t] for t in partition.outputs]
         if fp16:
             self.results = [np.empty(a.shape, F32) if a.dtype == F16 else None for a in self.outputs]
-        split = self.parallel and any(isinstance(it, jit.Par) for items in self.items for it in items)
+        split = self.parallel and any(isinstance(it, Par) for items in self.items for it in items)
         self.threads = ThreadLimit(num_threads, big_gemm=split or any(_big(s, tensors) for s in specs))
         self.step_nodes = [s.nodes for s in specs if not s.alias]
         self.step_seconds = [0.0] * len(self.items)
@@ -107,10 +108,10 @@ class CompiledPartition(DelegateKernel):
                 out.append(self._native(list(run)))
                 run.clear()
         def add(it):
-            if isinstance(it, jit.Native):
+            if isinstance(it, Native):
                 run.append(it)
-            elif isinstance(it, jit.Par):
-                natives = all(isinstance(x, jit.Native) for x in it.first + it.second)
+            elif isinstance(it, Par):
+                natives = all(isinstance(x, Native) for x in it.first + it.second)
                 if self.parallel and natives:
                     flush()
                     out.append(self._native2(it.first, it.second))
@@ -127,18 +128,18 @@ class CompiledPartition(DelegateKernel):
 
     def _offset(self, a: np.ndarray) -> int | None:
         arena = self.arena
-        base = arena.buf.ctypes.data
+        base = arena.data.ctypes.data
         if not base <= a.ctypes.data < base + arena.size:
             return None
         return arena.offset(a)
 
     def _native(self, records: list) -> Callable[[], None]:
-        m, f = jit.encode(records, self._offset)
+        m, f = encode(records, self._offset)
         return jit.bind(jit.run_native, self.arena.f32, m, f)
 
     def _native2(self, first: list, second: list) -> Callable[[], None]:
-        m1, f1 = jit.encode(first, self._offset)
-        m2, f2 = jit.encode(second, self._offset)
+        m1, f1 = encode(first, self._offset)
+        m2, f2 = encode(second, self._offset)
         return jit.bind(jit.run_native2, self.arena.f32, m1, f1, m2, f2)
 
     # -- preparation ------------------------------------------------------------------------------
@@ -154,7 +155,8 @@ class CompiledPartition(DelegateKernel):
                         flat[f"{i}/{k}"] = v
             return flat
         flat = cache(compute) if cache is not None else compute()
-        if not np.array_equal(flat.get("layout"), mark):  # packed by another layout (or without numba)
+        layout = flat.get("layout")
+        if layout is None or not np.array_equal(layout, mark):  # packed by another layout (or without numba)
             flat = compute()
         out: dict[int, dict[str, np.ndarray]] = {}
         for key, v in flat.items():
@@ -179,14 +181,16 @@ class CompiledPartition(DelegateKernel):
         return out
 
     def _build(self, s: Spec, arrays, scratch, private, packed, tensors):
+        build = s.build
+        assert build is not None  # only alias specs have none, and they are skipped
         if not self.fp16 or not s.float_io:
-            return s.build(arrays, scratch, private, packed)
+            return build(arrays, scratch, private, packed)
         # float16 storage: the step computes in float32 on shadows of its float16 tensors
         halves = self._f16(s.ins + s.outs, tensors)
         view = dict(arrays)
         for t, sh in zip(halves, scratch):
             view[t] = sh
-        built = s.build(view, scratch[len(halves):], private, packed)
+        built = build(view, scratch[len(halves):], private, packed)
         ins = [(view[t], arrays[t]) for t in halves if t in s.ins]
         outs = [(arrays[t], view[t]) for t in halves if t in s.outs]
         copy = np.copyto

@@ -4,7 +4,7 @@
 A `Spec` says which tensors a step reads and writes, what scratch it needs, which constants
 it packs once (GEMM-ready filters, tiled depthwise taps: the weight cache stores these), and
 how to build it once the planner has given every tensor a fixed buffer: build returns a
-zero-argument closure, a `jit.Native` record or a list of both. All views (im2col sources, tap
+zero-argument closure, a `Native` record or a list of both. All views (im2col sources, tap
 windows, 2-D GEMM views) are made at build time; numba work is native records, which run
 without Python in between (program.py links runs of them into one call).
 
@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from acelera.plugins.xnnpack_cpu import jit
+from acelera.plugins.xnnpack_cpu.native_records import OP_COPY, OP_EPILOGUE, OP_EPILOGUE_ONTO, OP_EPILOGUE_PARTIAL, Native
 
 F32 = np.float32
 INF = float("inf")
@@ -145,6 +146,7 @@ def epilogue(acc: np.ndarray, out: np.ndarray, bias: np.ndarray, act1: Act, res:
         ow = 1
     if not jit.AVAILABLE:
         if partial:
+            assert res is not None  # a partial residual is a residual
             out3 = out.reshape(-1, c)
             res = res.reshape(-1, res.size // out3.shape[0])
             return seq(_epilogue_numpy(acc, out, bias, act1, None, Act(), scratch, False),
@@ -154,11 +156,11 @@ def epilogue(acc: np.ndarray, out: np.ndarray, bias: np.ndarray, act1: Act, res:
     lo1, hi1, lo2, hi2 = f32c(act1.lo), f32c(act1.hi), f32c(act2.lo), f32c(act2.hi)
     al = act2.alpha if act2.alpha is not None else np.zeros(out.shape[1], F32)
     if onto:
-        return jit.Native(jit.OP_EPILOGUE_ONTO, acc, bias, lo1, hi1, al, lo2, hi2, act2.kind, out)
+        return Native(OP_EPILOGUE_ONTO, acc, bias, lo1, hi1, al, lo2, hi2, act2.kind, out)
     if partial:
-        return jit.Native(jit.OP_EPILOGUE_PARTIAL, out, bias, lo1, hi1, res, ow, al, lo2, hi2, act2.kind)
+        return Native(OP_EPILOGUE_PARTIAL, out, bias, lo1, hi1, res, ow, al, lo2, hi2, act2.kind)
     r = res if res is not None else EMPTY.reshape(1, 1)
-    return jit.Native(jit.OP_EPILOGUE, out, bias, lo1, hi1, r, int(res is not None), al, lo2, hi2, act2.kind)
+    return Native(OP_EPILOGUE, out, bias, lo1, hi1, r, int(res is not None), al, lo2, hi2, act2.kind)
 
 
 def _epilogue_numpy(acc, out, bias, act1, res, act2, scratch, onto):
@@ -244,7 +246,7 @@ MAX_COPY_GROUPS = 4096
 
 
 def native_copy(out: np.ndarray, parts: list, lo: float, hi: float):
-    """A jit.OP_COPY record: parts are (source array, block_copies groups) pairs."""
+    """A OP_COPY record: parts are (source array, block_copies groups) pairs."""
     args = []
     n = 0
     for src, groups in parts:
@@ -253,4 +255,4 @@ def native_copy(out: np.ndarray, parts: list, lo: float, hi: float):
             args += [flat[s0:s0 + reps * run], d0, run, reps, run, dstr]
             n += 1
     clamp = not (np.isinf(lo) and np.isinf(hi))
-    return jit.Native(jit.OP_COPY, out.reshape(-1), n, *args, f32c(lo), f32c(hi), int(clamp))
+    return Native(OP_COPY, out.reshape(-1), n, *args, f32c(lo), f32c(hi), int(clamp))

@@ -112,6 +112,7 @@ class WeightCache:
         if self.refused is not None:
             self.misses += 1
             return compute()
+        assert self.entries is not None  # set by _load
         got = self.entries.get(key)
         if got is not None and got.consts == consts:
             self.hits += 1
