@@ -19,6 +19,7 @@ from acelera import AceleraError
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
 from acelera.core.errors import KernelError
 from acelera.core.interpreter import Interpreter, OpResolverType
+from acelera.core.memory import MemoryBudgetError
 
 REF = OpResolverType.BUILTIN_REF
 ROOT = Path(__file__).resolve().parents[1]
@@ -432,6 +433,103 @@ def test_read_variable_refuses_a_node_without_outputs():
     allocate_refused(b.build(), "node 2 (READ_VARIABLE)")
 
 
+# --- CONV_2D: MemoryError: a graph input's dimension set to 1,048,576 -------------------------
+# The budget was checked on the declared shapes only; the shape pass then ran GATHER and CONV_2D
+# on zeros at the real, far larger shapes and numpy ran out of memory inside the kernel. The
+# shape pass now checks every step against the budget before its kernel runs.
+
+def _embedding_conv(rows: int) -> bytes:
+    """text_classifier's head: int32 ids (rows, 20) -> GATHER (100, 16) -> EXPAND_DIMS -> CONV_2D,
+    every intermediate declared for one row."""
+    b = ModelBuilder()
+    ids = b.add_input("ids", (rows, 20), np.int32)
+    table = b.add_constant("table", np.ones((100, 16), np.float32))
+    emb = b.add_tensor("emb", (1, 20, 16), np.float32)
+    b.add_operator("GATHER", [table, ids], [emb], axis=0, batch_dims=0)
+    axis = b.add_constant("axis", np.array(1, np.int32))
+    x = b.add_tensor("x", (1, 1, 20, 16), np.float32)
+    b.add_operator("EXPAND_DIMS", [emb, axis], [x])
+    w = b.add_constant("w", np.ones((16, 1, 3, 16), np.float32))
+    bias = b.add_constant("b", np.zeros(16, np.float32))
+    y = b.add_tensor("y", (1, 1, 20, 16), np.float32)
+    b.add_operator("CONV_2D", [x, w, bias], [y], padding="SAME", stride_w=1, stride_h=1,
+                   fused_activation_function="NONE")
+    b.mark_outputs(y)
+    return b.build()
+
+
+def _wide_conv(width: int, dtype) -> bytes:
+    """A CONV_2D whose input is `width` pixels wide but whose output is declared 20 wide."""
+    b = ModelBuilder()
+    q = None if dtype == np.float32 else (0.5, 0)
+    x = b.add_input("x", (1, 1, width, 16), dtype, q)
+    if dtype == np.float32:
+        w = b.add_constant("w", np.ones((16, 1, 3, 16), np.float32))
+        bias = b.add_constant("b", np.zeros(16, np.float32))
+    else:
+        w = b.add_constant("w", np.ones((16, 1, 3, 16), np.int8), (0.25, 0))
+        bias = b.add_constant("b", np.zeros(16, np.int32), (0.125, 0))
+    y = b.add_tensor("y", (1, 1, 20, 16), dtype, q)
+    b.add_operator("CONV_2D", [x, w, bias], [y], padding="SAME", stride_w=1, stride_h=1,
+                   fused_activation_function="NONE")
+    b.mark_outputs(y)
+    return b.build()
+
+
+def test_a_large_gather_in_the_shape_pass_is_refused_before_it_runs():
+    # 2 MiB of ids (declared shapes: under 1 MiB planned) -> a 32 MiB GATHER output, then the conv
+    it = Interpreter(model_content=_embedding_conv(1 << 15), experimental_op_resolver_type=REF,
+                     max_memory_bytes=16 << 20)
+    with pytest.raises(MemoryBudgetError, match=r"node 0 \(GATHER\): .*needs 4\d.\d MiB before it runs.*"
+                                                r"tensor 2 \('emb', 40.0 MiB\).*budget is 16.0 MiB") as e:
+        it.allocate_tensors()
+    assert_clean(e.value, "node 0 (GATHER)")
+
+
+def test_the_same_model_within_the_budget_runs():
+    it = Interpreter(model_content=_embedding_conv(64), experimental_op_resolver_type=REF,
+                     max_memory_bytes=16 << 20)
+    it.allocate_tensors()
+    it.set_tensor(0, np.ones((64, 20), np.int32))
+    it.invoke()
+    y = it.get_tensor(it.get_output_details()[0]["index"])
+    assert y.shape == (64, 1, 20, 16) and y[0, 0, 1, 0] == 48  # 3 taps x 16 channels of ones
+
+
+@pytest.mark.parametrize("dtype,budget", [(np.float32, 12), (np.int8, 48)])
+def test_a_convolution_far_larger_than_declared_is_refused_before_it_runs(dtype, budget):
+    # declared: a 1 KiB output (planned: the input, plus for int8 its converted and padded copies);
+    # in the shape pass the output is as large as the input and the im2col bands grow with it
+    it = Interpreter(model_content=_wide_conv(1 << 17, dtype), experimental_op_resolver_type=REF,
+                     max_memory_bytes=budget << 20)
+    with pytest.raises(MemoryBudgetError, match=rf"node 0 \(CONV_2D\): .* before it runs .*budget is {budget}.0 MiB") as e:
+        it.allocate_tensors()
+    assert_clean(e.value, "node 0 (CONV_2D)")
+
+
+def test_no_raw_memory_error_escapes_the_shape_pass_under_an_address_space_limit():
+    """The campaign's mutant in a child process limited to 1.5 GiB of address space (the
+    campaign's workers: 4 GiB for a 1 GiB budget): allocate_tensors() stops with the budget error."""
+    import subprocess
+    import sys
+
+    code = f"""
+import resource, sys
+sys.path.insert(0, {str(ROOT)!r})
+resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+from tests.test_fuzz_regressions import _embedding_conv
+from acelera.core.interpreter import Interpreter
+from acelera.core.memory import MemoryBudgetError
+it = Interpreter(model_content=_embedding_conv(1 << 20), max_memory_bytes=1 << 30)
+try:
+    it.allocate_tensors()
+except MemoryBudgetError as e:
+    print("refused:", e)
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert res.returncode == 0 and "refused: node 0 (GATHER)" in res.stdout, res.stdout + res.stderr
+
+
 # --- the campaign's own mutants ---------------------------------------------------------------
 
 #: the first mutant of each kind fixed here in the campaigns of seeds 0 and 1 (10,000 mutants each,
@@ -466,6 +564,7 @@ CAMPAIGN_CASES = [
     "runtime_reshape_model:778", "text_classifier_float32:8387",  # EXPAND_DIMS x2
     "transformer_encoder_int8:7326", "face_detection_short_range:9885",  # TRANSPOSE x2
     "hand_recrop_int8:6844",  # ARG_MAX
+    "text_classifier_float32:2725@1", "small_cnn_int8:4582@1",  # CONV_2D: MemoryError (a 1,048,576 dimension)
 ]
 
 

@@ -118,7 +118,7 @@ def test_a_large_convolution_runs_in_bounded_im2col_tiles(monkeypatch):
         it.invoke()
         return it.get_tensor(it.get_output_details()[0]["index"])
     whole = run()
-    monkeypatch.setattr(conv, "IM2COL_TILE_BYTES", 2000)  # a band of one or two output rows
+    monkeypatch.setattr(memory, "TILE_BYTES", 2000)  # a band of one or two output rows
     calls = []
     orig = conv.Geometry.im2col_rows
     monkeypatch.setattr(conv.Geometry, "im2col_rows", lambda self, *a: calls.append(a) or orig(self, *a))

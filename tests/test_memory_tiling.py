@@ -404,21 +404,20 @@ def test_elementwise_row_broadcasts_declare_one_block(op, kind):
 
 @pytest.fixture
 def tiny_conv_bands(monkeypatch):
-    """Bands of at most `n` bytes in kernels/conv.py and the budget; counts the bands run."""
-    from acelera.core.kernels import conv
+    """Bands of at most `n` bytes in kernels/conv_im2col.py and the budget; counts the bands run."""
+    from acelera.core.kernels import conv_im2col
 
     bands: list[tuple[int, int]] = []
-    orig = conv.row_bands
+    orig = conv_im2col.row_bands
 
     def counted(g, row_bytes):
         for band in orig(g, row_bytes):
             bands.append(band)
             yield band
-    monkeypatch.setattr(conv, "row_bands", counted)
+    monkeypatch.setattr(conv_im2col, "row_bands", counted)
 
     def set_tile(n: int) -> list[tuple[int, int]]:
         bands.clear()
-        monkeypatch.setattr(conv, "IM2COL_TILE_BYTES", n)
         monkeypatch.setattr(memory, "TILE_BYTES", n)
         return bands
     return set_tile
@@ -438,13 +437,13 @@ def cgeometry(draw):
     return dict(n=n, h=h, w=w, kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pad=pad, oh=max(oh, 0), ow=max(ow, 0))
 
 
-def _conv_model(kind: str, g, c: int, o: int, rng, depthwise: bool, mult: int = 1):
+def _conv_model(kind: str, g, c: int, o: int, rng, depthwise: bool, mult: int = 1, groups: int = 1):
     """A (DEPTHWISE_)CONV_2D of `kind` ("int8", "uint8", "int16", "hybrid", "hybrid_channel",
-    "float") and its input."""
+    "float") and its input; a grouped CONV_2D (version 6) when `groups` > 1."""
     xs = (g["n"], g["h"], g["w"], c)
     if depthwise:
         o = c * mult
-    wk = (1, g["kh"], g["kw"], o) if depthwise else (o, g["kh"], g["kw"], c)
+    wk = (1, g["kh"], g["kw"], o) if depthwise else (o, g["kh"], g["kw"], c // groups)
     opts = dict(padding=g["pad"], stride_h=g["sh"], stride_w=g["sw"], dilation_h_factor=g["dh"],
                 dilation_w_factor=g["dw"], fused_activation_function="RELU")
     if depthwise:
@@ -484,7 +483,7 @@ def _conv_model(kind: str, g, c: int, o: int, rng, depthwise: bool, mult: int = 
                Const(rng.integers(-(2 ** 30), 2 ** 30, o).astype(np.int64))]
         out_spec, version = Out(out, np.int16, (0.05, 0)), 5 if depthwise else 4
     op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
-    return single_op_model(op, ins, [out_spec], version=version, **opts), x
+    return single_op_model(op, ins, [out_spec], version=6 if groups > 1 else version, **opts), x
 
 
 @SETTINGS
@@ -509,7 +508,7 @@ def test_banded_conv_matches_untiled_and_litert(tiny_conv_bands, g, c, o, mult, 
         assert set(bands) == {(r, r + 1) for r in range(g["oh"])}  # a band a row (pointwise CONV_2D: one matmul)
 
 
-def test_small_convolutions_keep_the_whole_path(tiny_conv_bands):
+def test_small_convolutions_run_in_one_band(tiny_conv_bands):
     rng = np.random.default_rng(5)
     g = dict(n=1, h=6, w=5, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pad="SAME", oh=6, ow=5)
     bands = tiny_conv_bands(64 << 20)
@@ -517,7 +516,7 @@ def test_small_convolutions_keep_the_whole_path(tiny_conv_bands):
         for kind in ("int8", "hybrid_channel"):
             model, x = _conv_model(kind, g, 3, 4, rng, depthwise)
             assert_matches_litert(model, [x])
-    assert bands == []
+    assert set(bands) == {(0, 6)}  # one band: every row
 
 
 def _big_conv(kind: str, depthwise: bool) -> tuple[bytes, list[np.ndarray]]:
@@ -542,3 +541,36 @@ def test_banded_convolutions_allocate_what_the_budget_declares(tiny_conv_bands, 
     assert temporaries <= declared, (temporaries, declared)
     # what stays whole is the converted, channel-repeated and padded input
     assert temporaries < (untiled / 2 if case.startswith("conv") else untiled), (temporaries, untiled)
+
+
+@SETTINGS
+@given(g=cgeometry(), ci=st.integers(1, 3), og=st.integers(1, 3), groups=st.sampled_from([2, 3]),
+       tile=st.sampled_from([1, 300, 3000]), kind=st.sampled_from(["int8", "hybrid_channel", "float"]),
+       seed=st.integers(0, 2 ** 16))
+def test_grouped_conv_runs_in_bands(tiny_conv_bands, g, ci, og, groups, tile, kind, seed):
+    """Grouped CONV_2D (quantized, hybrid, float) builds its im2col a band of rows at a time too."""
+    if g["oh"] * g["ow"] == 0:
+        return
+    rng = np.random.default_rng(seed)
+    model, x = _conv_model(kind, g, ci * groups, og * groups, rng, False, groups=groups)
+    tiny_conv_bands(64 << 20)
+    whole = run_acelera(model, [x])[0]
+    bands = tiny_conv_bands(tile)
+    got = assert_matches_litert(model, [x])[0] if kind != "float" else run_acelera(model, [x])[0]
+    if kind == "float":
+        np.testing.assert_allclose(got, whole, rtol=1e-5, atol=1e-5)  # other matmul shapes: BLAS rounding
+    else:
+        np.testing.assert_array_equal(got, whole)
+    if tile == 1:
+        assert set(bands) == {(r, r + 1) for r in range(g["oh"])}
+
+
+def test_a_large_grouped_conv_declares_its_bands(tiny_conv_bands):
+    g = dict(n=1, h=64, w=64, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1, pad="SAME", oh=64, ow=64)
+    model, x = _conv_model("int8", g, 32, 32, np.random.default_rng(1), False, groups=4)
+    untiled_out, _ = invoke_temporaries(model, [x])
+    bands = tiny_conv_bands(256 << 10)
+    out, temporaries = invoke_temporaries(model, [x])
+    np.testing.assert_array_equal(out, untiled_out)
+    assert len(bands) > 4
+    assert temporaries <= declared_scratch(model), (temporaries, declared_scratch(model))

@@ -180,7 +180,11 @@ class Executor:
 
         A node downstream of a data-dependent shape (WHERE, RANGE, a RESHAPE fed at run time,
         ...) that cannot be prepared on the placeholder shapes is deferred: it is prepared at
-        invoke, when real values have fixed its input shapes, as LiteRT's dynamic tensors are."""
+        invoke, when real values have fixed its input shapes, as LiteRT's dynamic tensors are.
+
+        With a memory budget (the runtime's max_memory_bytes) every step is checked against it
+        before its kernel runs, at the shapes the pass has computed so far (memory.StepBudget): a
+        MemoryBudgetError, never deferred, instead of a kernel allocating past it."""
         self.folded = set()
         self.deferred = set()
         self._prepared = {}
@@ -189,13 +193,17 @@ class Executor:
         self.reset_variables()
         self.plan = []
         self.plan_ready = False
+        from acelera.core import memory
+
+        budget = getattr(self.runtime, "max_memory_bytes", None)  # set by the interpreter at allocate
+        self._budget = memory.StepBudget(self.sg, self.shapes, budget) if budget else None
         tainted: set[int] = set()  # tensors whose shape may change with input values
         for i in self.sg.execution_order:
             op = self.sg.operators[i]
             dynamic_in = any(t in tainted for t in op.inputs)
             try:
                 self._shape_pass(self.reference_step(i))
-            except UnsupportedOpError:
+            except (UnsupportedOpError, memory.MemoryBudgetError):
                 raise
             except AceleraError:
                 if not dynamic_in:
@@ -203,6 +211,7 @@ class Executor:
                 self._defer(i)
             if dynamic_in or op.op in DATA_DEPENDENT_SHAPES or i in self.deferred:
                 tainted.update(op.outputs)
+        self._budget = None
         for t in self.sg.inputs:
             current = self.values[t]
             if current is None or current.shape != self.shapes[t]:
@@ -247,6 +256,9 @@ class Executor:
             if not (self.sg.tensors[t].is_constant or t in self.folded):
                 all_const = False
             args.append(v)
+        budget = getattr(self, "_budget", None)
+        if budget is not None and len(step.nodes) == 1:  # before the kernel allocates its outputs
+            budget.before(self.sg.operators[step.nodes[0]], self.shapes, step.label)
         with np.errstate(all="ignore"), shape_pass():
             outs = self._call(step, args)
         for t, v in zip(step.outputs, outs):
@@ -256,6 +268,8 @@ class Executor:
                                   f"but the model declares {declared.type_name}")
             self.shapes[t] = tuple(v.shape)
             self.values[t] = v
+        if budget is not None:
+            budget.after(step.outputs, self.shapes, step.label)
         fold = (all_const and len(step.nodes) == 1 and step.delegate is None
                 and self.sg.operators[step.nodes[0]].op in FOLDABLE)
         if fold:

@@ -218,6 +218,8 @@ class _Runtime:
         if self.allocated:
             return  # LiteRT: nothing to do while the plan is valid (inputs keep their values)
         memory.check(self.sg, self.ex.shapes, self.interp.max_memory_bytes)
+        # the shape pass checks every step at the real shapes (executor.prepare, memory.StepBudget)
+        self.interp._model_runtime.max_memory_bytes = self.interp.max_memory_bytes
         self.interp._blas_split.clear()
         try:
             self.interp._build_plan(self.ex)

@@ -28,6 +28,7 @@ class ModelRuntime:
         self.initialized: set[int] = set()  # subgraphs CALL_ONCE has run
         self._callees: dict[int, Any] = {}  # subgraph index -> Executor
         self._active: list[int] = []
+        self.max_memory_bytes: int | None = None  # the interpreter's memory budget (Executor.prepare)
 
     def lookup(self, op: Operator):
         """The kernel spec for `op`: the interpreter's resolver first, then the registry."""
