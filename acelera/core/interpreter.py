@@ -46,6 +46,8 @@ from acelera.core.model import (
 )
 from acelera.core.opcodes import CUSTOM
 from acelera.core.runtime import ModelRuntime
+from acelera.core.signature_runner import SignatureRunner
+from acelera.core.tensor_details import string_array, tensor_details, type_name
 from acelera.core.thread_guard import ThreadGuard
 from acelera.core.threads import blas_may_split, blas_threads
 
@@ -97,63 +99,6 @@ class TFLiteMetrics:
         pass
 
 
-def _details_dtype(t: Tensor) -> type:
-    """The numpy type LiteRT reports for a tensor: np.bytes_ for STRING."""
-    return np.bytes_ if t.type == _STRING else t.dtype.type
-
-
-def _type_name(dtype: np.dtype) -> str:
-    if dtype.kind in "SUO":
-        return "STRING"
-    try:
-        return dtypes.TYPE_NAMES[dtypes.type_code(dtype)]
-    except ValueError:
-        return "NOTYPE"
-
-
-def _sparsity_parameters(t: Tensor) -> dict[str, Any]:
-    s = t.sparsity
-    if s is None:
-        return {}
-    out: dict[str, Any] = {"traversal_order": np.array(s.traversal_order, np.int32)}
-    if s.block_map:
-        out["block_map"] = np.array(s.block_map, np.int32)
-    dims: list[dict[str, Any]] = []
-    for d in s.dim_metadata:
-        if d.format == 0:
-            dims.append({"format": 0, "dense_size": int(d.dense_size)})
-        else:
-            dims.append({"format": 1,
-                         "array_segments": np.asarray(d.segments if d.segments is not None else [], np.int32),
-                         "array_indices": np.asarray(d.indices if d.indices is not None else [], np.int32)})
-    out["dim_metadata"] = dims
-    return out
-
-
-def tensor_details(t: Tensor, shape: Sequence[int]) -> dict[str, Any]:
-    """A tensor's description with LiteRT's keys, in LiteRT's order."""
-    q = t.quantization
-    sig = t.shape_signature
-    # LiteRT reports the file's signature when it has unknown dimensions, the current shape
-    # otherwise (a fixed signature equals the declared shape).
-    real_sig = len(sig) != len(t.shape) or any(d < 0 for d in sig)
-    return {
-        "name": t.name,
-        "index": t.index,
-        "shape": np.array(shape, np.int32),
-        "shape_signature": np.array(sig if real_sig else shape, np.int32),
-        "dtype": _details_dtype(t),
-        "quantization": (float(q.scale[0]), int(q.zero_point[0])) if q.scale.size == 1 else (0.0, 0),
-        "quantization_parameters": {
-            "scales": q.scale.astype(np.float32),
-            "zero_points": q.zero_point.astype(np.int32),
-            "quantized_dimension": int(q.quantized_dimension),
-            "block_size": 0,
-        },
-        "sparsity_parameters": _sparsity_parameters(t),
-    }
-
-
 class _Held:
     """The base of a numpy view handed out by tensor(): every view or slice made from it keeps
     this object alive, so the interpreter can tell whether any is still held."""
@@ -163,30 +108,6 @@ class _Held:
     def __init__(self, array: np.ndarray):
         self._array = array
         self.__array_interface__ = array.__array_interface__
-
-
-def _string_array(value: Any, index: int) -> np.ndarray:
-    """A STRING tensor value (numpy array of bytes/str) as acelera's object array of bytes."""
-    if not isinstance(value, np.ndarray):
-        raise InterpreterError(f"Passed in value type is not a numpy array, got type {type(value).__name__}.")
-    if value.dtype.kind not in "SUO":
-        raise InterpreterError(f"Cannot use numpy array of type {value.dtype} for string tensor.")
-    if value.ndim == 0 and value.dtype.kind in "SU":
-        return np.array(value.tobytes(), dtype=object)  # LiteRT stores a 0-d array's raw bytes
-
-    def encode(v: Any) -> bytes:
-        if isinstance(v, bytes):
-            return v
-        if isinstance(v, str):
-            return v.encode("utf-8")
-        raise InterpreterError(f"Cannot set tensor: string tensor {index} got a {type(v).__name__} item, "
-                               f"not str or bytes")
-
-    out = np.empty(value.shape, dtype=object)
-    flat = out.reshape(-1)
-    for k, v in enumerate(value.reshape(-1).tolist()):
-        flat[k] = encode(v)
-    return out
 
 
 class _Runtime:
@@ -251,11 +172,11 @@ class _Runtime:
         shape = self.ex.shapes[i]
         if t.type == _STRING:
             self._check_type("STRING", value if isinstance(value, np.ndarray) else np.asarray(value), t, i)
-            arr = _string_array(value, i)
+            arr = string_array(value, i)
         else:
             arr = np.asarray(value)
             if arr.dtype != t.dtype:
-                raise InterpreterError(f"Cannot set tensor: Got value of type {_type_name(arr.dtype)} but "
+                raise InterpreterError(f"Cannot set tensor: Got value of type {type_name(arr.dtype)} but "
                                        f"expected type {t.type_name} for input {i}, name: {t.name} "
                                        f"(numpy {arr.dtype}, expected {t.dtype})")
         if arr.ndim != len(shape):
@@ -276,7 +197,7 @@ class _Runtime:
 
     @staticmethod
     def _check_type(name: str, arr: np.ndarray, t: Tensor, i: int) -> None:
-        got = _type_name(arr.dtype)
+        got = type_name(arr.dtype)
         if got != name:
             raise InterpreterError(f"Cannot set tensor: Got value of type {got} but expected type "
                                    f"{t.type_name} for input {i}, name: {t.name} ")
@@ -665,54 +586,6 @@ class Interpreter:
     def execution_plan(self):
         """The prepared plan of the primary subgraph (steps with the node indices they execute)."""
         return list(self._rt.ex.plan)
-
-
-class SignatureRunner:
-    """Calls one signature with keyword inputs and returns a dict of outputs, like LiteRT's."""
-
-    def __init__(self, interpreter: Interpreter | None = None, signature_key: str | None = None):
-        if not interpreter:
-            raise InterpreterError("None interpreter provided.")
-        if not signature_key:
-            raise InterpreterError("None signature_key provided.")
-        sigs = {s.key: s for s in interpreter.model.signature_defs}
-        if signature_key not in sigs:
-            raise InterpreterError(f'Invalid signature_key provided: "{signature_key}".')
-        self._sig = sigs[signature_key]
-        self._signature_key = signature_key
-        self._interpreter = interpreter
-        self._inputs = dict(self._sig.inputs)
-        self._outputs = dict(self._sig.outputs)
-        self._subgraph_index = self._sig.subgraph_index
-        self._rt = interpreter._runtime(self._subgraph_index)
-
-    def __call__(self, **kwargs: Any) -> dict[str, Any]:
-        """Resize the inputs to the given arrays, allocate, set, invoke and return the outputs."""
-        if len(kwargs) != len(self._inputs):
-            raise InterpreterError(f"Invalid number of inputs provided for running a SignatureDef, "
-                                   f"expected {len(self._inputs)} vs provided {len(kwargs)}")
-        for name, value in kwargs.items():
-            if name not in self._inputs:
-                raise InterpreterError(f"Invalid Input name ({name}) for SignatureDef")
-            self._rt.resize(self._inputs[name], np.array(value.shape, dtype=np.int32), strict=False)
-        self._rt.allocate()
-        for name, value in kwargs.items():
-            self._rt.set(self._inputs[name], value)
-        self._interpreter._run(self._rt.ex)
-        return {name: self._rt.get(i) for name, i in self._outputs.items()}
-
-    def get_input_details(self) -> dict[str, dict[str, Any]]:
-        return {n: self._rt.details(i) for n, i in self._inputs.items()}
-
-    def get_output_details(self) -> dict[str, dict[str, Any]]:
-        return {n: self._rt.details(i) for n, i in self._outputs.items()}
-
-    def allocate_tensors(self) -> None:
-        self._rt.allocate()
-
-    def reset_all_variables(self) -> None:
-        """The interpreter's reset_all_variables() (resource variables included)."""
-        self._interpreter.reset_all_variables()
 
 
 class OpRegistrar:
