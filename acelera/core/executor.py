@@ -6,10 +6,12 @@ folds constant subexpressions (DEQUANTIZE of fp16 weights, DENSIFY of sparse wei
 run once. `Executor.run()` then executes the plan.
 
 Small models and loop bodies spend most of their time in this loop rather than in kernels, so
-`run()` walks a compiled form of the plan (kernel, argument getter, output index per step) and
-only checks each output's shape. When a shape changes at invoke, the rest of the plan runs
-step by step, re-preparing the steps whose input shapes changed; those steps are kept per node
-and input shapes, so a loop body whose shapes change every iteration prepares each variant once.
+`run()` calls a compiled form of the plan: one generated function with a line per kernel call
+(see `_Compiled`), checking shapes only at the steps whose shapes may change at invoke and
+re-preparing in place a step whose inputs changed shape. When a subgraph's inputs change shape,
+or a shape changes where the plan did not expect it, the plan runs step by step, re-preparing
+the steps whose input shapes changed. Steps prepared at invoke are kept per node and input
+shapes, so a loop body whose shapes change every iteration prepares each variant once.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import inspect
 import os
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -117,7 +119,7 @@ class Executor:
         self.values: list[np.ndarray | None] = [None] * len(subgraph.tensors)
         self.input_dtypes = tuple(subgraph.tensors[t].dtype for t in subgraph.inputs)
         self._plan: list[Step] = []
-        self._compiled: list[tuple] | None = None  # the plan as run() walks it (see _compile)
+        self._compiled: _Compiled | None = None  # the plan as run() calls it (see _Compiled)
         self._prepared: dict[tuple, Step] = {}  # (node, input shapes) -> step prepared at invoke
         self._check_all = False  # the next run checks every step's input shapes
         self.plan_ready = False
@@ -293,48 +295,76 @@ class Executor:
 
     # --- execution -----------------------------------------------------------------------
     def run_profiled(self) -> list[float]:
-        """Run the plan and return each step's wall time in seconds (same order as `plan`)."""
+        """Run the plan step by step and return each step's wall time in seconds (same order
+        as `plan`). Every step's input shapes are checked, as in a run after a shape change."""
+        times: list[float] = []
+        self._failed = None
+        try:
+            self._quietly(self._run_profiled, self.values, times)
+        except BaseException as e:
+            self._check_all = True
+            self._relabel(e)
+        return times
+
+    def _run_profiled(self, values: list, times: list[float]) -> None:
         import time
 
-        times = []
-        steps, self.plan = self.plan, []
-        try:
-            for step in steps:
-                self.plan = [step]
-                t0 = time.perf_counter()
-                self.run()
-                times.append(time.perf_counter() - t0)
-        finally:
-            self.plan = steps
-        return times
+        clock = time.perf_counter
+        plan = self._plan
+        if self._compiled is not None:
+            self._compiled.variants.clear()
+        j = 0
+        while j < len(plan):
+            t0 = clock()
+            nxt = self._dynamic_step(values, j, None)
+            if nxt != j:  # j == nxt: a delegated step gave way to reference steps
+                times.append(clock() - t0)
+            j = nxt
 
     def run(self, inputs_changed: bool = False) -> None:
         """Run the plan on `values`. With `inputs_changed` the subgraph's inputs may have other
         shapes than `shapes` records (a called subgraph whose loop variables change shape):
         the steps whose input shapes changed are then re-prepared, as after a data-dependent
         shape."""
-        values = self.values
         self._failed = None
         try:
-            if fpstate.FP_STATE is None:  # pragma: no cover - numpy 1.x
-                with np.errstate(all="ignore"):
-                    self._run(values, inputs_changed)
-            else:
-                token = fpstate.quiet_fp()
-                try:
-                    self._run(values, inputs_changed)
-                finally:
-                    if token is not None:
-                        fpstate.FP_STATE.reset(token)
-        except AceleraError as e:
-            step = self._failed
+            if inputs_changed or self._check_all or not fpstate.fp_errors_ignored():
+                self._quietly(self._run, self.values, inputs_changed)
+            else:  # a subgraph called from a running plan, its inputs as last time
+                k = self._run_plan(self.values)
+                if k is not None:
+                    self._run_rest(self.values, k)
+        except BaseException as e:
+            self._relabel(e)
+
+    @staticmethod
+    def _quietly(fn, *args) -> None:
+        """fn(*args) with numpy's floating-point errors ignored."""
+        if fpstate.FP_STATE is None:  # pragma: no cover - numpy 1.x
+            with np.errstate(all="ignore"):
+                fn(*args)
+            return
+        token = fpstate.quiet_fp()
+        if token is None:  # already quiet: a subgraph called from a running plan
+            fn(*args)
+            return
+        try:
+            fn(*args)
+        finally:
+            fpstate.FP_STATE.reset(token)
+
+    def _relabel(self, e: BaseException) -> None:
+        """Raise `e` naming the step that failed (`_failed`): AceleraErrors keep their type,
+        other exceptions become KernelErrors. Other BaseExceptions pass unchanged."""
+        step = self._failed
+        if isinstance(e, AceleraError):
             if step is None:
-                raise
+                raise e
             raise type(e)(f"{step.label}: {e}") from None
-        except Exception as e:
-            step = self._failed
+        if isinstance(e, Exception):
             label = step.label if step is not None else "plan"
             raise KernelError(f"{label}: {type(e).__name__}: {e}") from None
+        raise e
 
     def _run(self, values: list, inputs_changed: bool) -> None:
         changed: set[int] | None = None
@@ -349,60 +379,127 @@ class Executor:
         if self._check_all:  # a dynamic run failed half-way: some steps may be stale
             self._check_all = False
             self._run_dynamic(values, 0, None)
-        elif changed is not None:
+        elif changed:
             self._run_dynamic(values, 0, changed)
         else:
             k = self._run_plan(values)
             if k is not None:
-                self._run_dynamic(values, k, set(self._plan[k - 1].outputs) if k > 0 else set())
+                self._run_rest(values, k)
 
-    def _compile(self) -> list[tuple]:
-        self._compiled = [_entry(step, k) for k, step in enumerate(self._plan)]
+    def _run_rest(self, values: list, k: int) -> None:
+        """Go on step by step where `_run_plan` stopped (its return value k)."""
+        if k < 0:  # a delegated step gave way to reference steps: check from there on
+            self._run_dynamic(values, ~k, None)
+        else:  # step k - 1's outputs changed shape where the plan did not expect it
+            self._run_dynamic(values, k, set(self._plan[k - 1].outputs))
+
+    def _compile(self) -> _Compiled:
+        self._compiled = _Compiled(self)
         return self._compiled
 
     def _run_plan(self, values: list) -> int | None:
-        """Run the compiled plan while every tensor keeps the shape `shapes` records. Returns
-        None when done, else the index of the first step left to `_run_dynamic`: the one after
-        a step whose outputs changed shape, or a step that is not prepared yet."""
-        compiled = self._compiled
-        if compiled is None:
-            compiled = self._compile()
+        """Run the compiled plan (see _Compiled). Returns None when done, else where
+        `_run_dynamic` takes over: k + 1 after a step k whose outputs changed shape where the
+        plan did not expect it, ~j (negative) at a step j to check from there on (not prepared
+        yet, or a delegated step that gave way to reference steps)."""
+        c = self._compiled
+        if c is None:
+            c = self._compile()
+        fn = c.fn
+        if fn is None:
+            c.runs += 1
+            if c.runs <= COMPILE_AFTER:
+                return self._interpret(c, values)
+            fn = c.generate()
+        try:
+            return fn(values, self.shapes, c.kernels, c.guards, self._guard_failed, self._store, _ND)
+        except BaseException as e:
+            self._failed = c.failed_step(e.__traceback__)
+            raise
+
+    def _interpret(self, c: _Compiled, values: list) -> int | None:
+        """_run_plan before the plan is generated: a loop over (kernel, whether its arguments
+        come from a tuple-returning getter, that getter or the single input's index, the single
+        output's index or -1, k), checking every output's shape."""
         shapes = self.shapes
-        nd = np.ndarray
+        nd = _ND
         k = -1
         try:
-            for fn, many, src, t, k in compiled:
+            for fn, many, src, t, k in c.entries:
                 res = fn(*src(values)) if many else fn(values[src])
                 if t >= 0 and res.__class__ is nd:
                     values[t] = res
                     if res.shape == shapes[t]:
                         continue
-                elif not self._store(values, k, res):
+                    shapes[t] = res.shape
+                elif not self._store(k, res):
                     continue
-                break
-            else:
-                return None
+                return k + 1
         except _Unprepared:
-            return k
+            return ~k
         except BaseException:
             self._failed = self._plan[k] if k >= 0 else None
             raise
-        for t in self._plan[k].outputs:
-            shapes[t] = tuple(np.shape(values[t]))
-        return k + 1
+        return None
 
-    def _store(self, values: list, k: int, res) -> bool:
-        """Store the outputs of plan step k (several, or not a plain ndarray); True when one
-        changed shape."""
+    def _store(self, k: int, res) -> bool:
+        """Store the outputs of plan step k (several, or not a plain ndarray) and record their
+        shapes; True when one changed shape."""
         outputs = self._plan[k].outputs
         if len(outputs) == 1 and isinstance(res, np.ndarray):
             res = (res,)
-        shapes = self.shapes
+        values, shapes = self.values, self.shapes
         changed = False
         for t, v in zip(outputs, res):
             values[t] = v
-            changed = changed or np.shape(v) != shapes[t]
+            s = tuple(np.shape(v))
+            if s != shapes[t]:
+                shapes[t] = s
+                changed = True
         return changed
+
+    def _guard_failed(self, k: int, key: tuple | None = None) -> bool:
+        """A compiled step's guarded inputs changed shape (to `key`): re-prepare it in place
+        (True when the plan itself changed, so the rest must run step by step from k)."""
+        c = self._compiled
+        if c is not None and key is not None:
+            hit = c.variants.get((k, key))
+            if hit is not None:  # prepared before for these shapes
+                self._plan[k] = hit[0]
+                c.kernels[k], c.entries[k], c.guards[k] = hit[0].fn, hit[1], key
+                return False
+        step = self._plan[k]
+        values: list = self.values
+        now = tuple(tuple(np.shape(values[t])) if t >= 0 else None for t in step.inputs)
+        if step.in_shapes == now:
+            if c is not None:
+                c.replace(k, step)
+            return False
+        if self._reprepare(k, now):
+            return True
+        if c is not None and c is self._compiled and key is not None and c.guards[k] == key:
+            c.remember(k, key)
+        return False
+
+    def _reprepare(self, j: int, now: tuple) -> bool:
+        """Plan step j prepared for input shapes `now` (which `shapes` records from here); True
+        when the step was delegated and gave way to reference steps (the plan changed)."""
+        step = self._plan[j]
+        shapes = self.shapes
+        for t, s in zip(step.inputs, now):
+            if s is not None:  # t >= 0
+                shapes[t] = s
+        if step.delegate is not None:
+            self._undelegate(j)
+            return True
+        self._failed = None
+        if step.in_shapes is not None and step.fn is not _unprepared:
+            self._keep_prepared(step)  # the shapes may come back
+        new = self._prepared_step(step.nodes[0], now)
+        self._plan[j] = new
+        if self._compiled is not None:
+            self._compiled.replace(j, new)
+        return False
 
     def _run_dynamic(self, values: list, j: int, changed: set[int] | None) -> None:
         """Run plan steps j, j+1, ... after a shape the plan did not expect (tensors `changed`
@@ -411,44 +508,39 @@ class Executor:
         the same way). Steps prepared here are kept per (node, input shapes), so a loop body
         whose shapes alternate prepares each variant once. A delegated step whose inputs
         changed shape falls back to the reference kernels of its nodes."""
+        if self._compiled is not None:  # the shapes the variants were prepared under may change
+            self._compiled.variants.clear()
         try:
-            self._run_dynamic_steps(values, j, changed)
+            plan = self._plan
+            while j < len(plan):
+                j = self._dynamic_step(values, j, changed)
         except BaseException:
             self._check_all = True
             raise
 
-    def _run_dynamic_steps(self, values: list, j: int, changed: set[int] | None) -> None:
-        plan = self._plan
+    def _dynamic_step(self, values: list, j: int, changed: set[int] | None) -> int:
+        """Run plan step j, re-preparing it first when its input shapes changed; returns the
+        index of the next step (j again when a delegated step gave way to reference steps)."""
+        step = self._plan[j]
+        if changed is None or step.in_shapes is None or not changed.isdisjoint(step.inputs):
+            now = tuple(tuple(np.shape(values[t])) if t >= 0 else None for t in step.inputs)
+            if step.in_shapes != now:
+                if self._reprepare(j, now):
+                    return j
+                step = self._plan[j]
+        self._failed = step
+        res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
+        if isinstance(res, np.ndarray):
+            res = (res,)
         shapes = self.shapes
-        while j < len(plan):
-            step = plan[j]
-            if changed is None or step.in_shapes is None or not changed.isdisjoint(step.inputs):
-                now = tuple(tuple(np.shape(values[t])) if t >= 0 else None for t in step.inputs)
-                if step.in_shapes != now:
-                    for t, s in zip(step.inputs, now):
-                        if s is not None:  # t >= 0
-                            shapes[t] = s
-                    if step.delegate is not None:
-                        self._undelegate(j)
-                        continue
-                    self._failed = None
-                    if step.in_shapes is not None and step.fn is not _unprepared:
-                        self._keep_prepared(step)  # the shapes may come back
-                    plan[j] = step = self._prepared_step(step.nodes[0], now)
-                    if self._compiled is not None:
-                        self._compiled[j] = _entry(step, j)
-            self._failed = step
-            res = step.fn(*[values[i] if i >= 0 else None for i in step.inputs])
-            if isinstance(res, np.ndarray):
-                res = (res,)
-            for t, v in zip(step.outputs, res):
-                values[t] = v
-                s = tuple(np.shape(v))
-                if s != shapes[t]:
-                    shapes[t] = s
-                    if changed is not None:
-                        changed.add(t)
-            j += 1
+        for t, v in zip(step.outputs, res):
+            values[t] = v
+            s = tuple(np.shape(v))
+            if s != shapes[t]:
+                shapes[t] = s
+                if changed is not None:
+                    changed.add(t)
+        return j + 1
 
     def _prepared_step(self, node: int, in_shapes: tuple) -> Step:
         """Node `node` prepared for inputs of `in_shapes` (which `shapes` now holds)."""
@@ -486,9 +578,131 @@ class Executor:
 # Steps prepared at invoke that an executor keeps (see Executor._prepared_step).
 MAX_PREPARED_STEPS = 256
 
+# Runs of a plan before it is compiled into one function (see _Compiled): compiling costs about
+# as much as a hundred runs save, so plans run only a few times (most tests) are not compiled.
+COMPILE_AFTER = int(os.environ.get("ACELERA_PLAN_COMPILE_AFTER", "16"))
+
+_ND = np.ndarray
+
+# Data-dependent ops whose output shapes depend on values only through these inputs (the
+# rest through input shapes): with those inputs constant, the output shape is fixed.
+_SHAPING_INPUTS: dict[str, tuple[int, ...]] = {
+    "RESHAPE": (1,), "EXPAND_DIMS": (1,), "SLICE": (1, 2), "STRIDED_SLICE": (1, 2, 3),
+    "PAD": (1,), "PADV2": (1,), "MIRROR_PAD": (1,), "TILE": (1,), "BROADCAST_TO": (1,),
+    "FILL": (0,), "RESIZE_BILINEAR": (1,), "RESIZE_NEAREST_NEIGHBOR": (1,), "SPLIT_V": (1, 2),
+    "BATCH_TO_SPACE_ND": (1, 2), "SPACE_TO_BATCH_ND": (1, 2), "TRANSPOSE_CONV": (0,),
+}
+
+
+class _Compiled:
+    """The plan as one generated Python function, so that a small model or a loop body costs
+    little more than its kernels: one line per kernel call with the value slots as arguments,
+    no per-step tuple unpacking.
+
+    Output shapes are only checked where they may change: at steps whose op's output shape
+    depends on input values (DATA_DEPENDENT_SHAPES, unless the values it depends on are
+    constant), delegated and unprepared steps, and, transitively, at the steps they feed. A
+    step fed by such a tensor first compares those inputs' shapes with the ones it was
+    prepared for ("guards") and is re-prepared in place when they differ; the other steps run
+    unchecked (their inputs keep the shapes they were prepared for, so their outputs do too).
+    A subgraph's inputs are assumed unchanged: a run whose inputs changed shape goes through
+    Executor._run_dynamic, which re-prepares and replaces the affected kernels here.
+
+    Kernels and guard shapes sit in lists (`kernels`, `guards`) so that a re-prepared step
+    changes one slot, not the code. The plan step a failure happened in is found from the
+    failing line of the generated code (no per-step bookkeeping while it runs)."""
+
+    def __init__(self, ex: Executor):
+        sg = ex.sg
+        fixed = {t.index for t in sg.tensors if t.is_constant} | set(ex.folded)
+        varying: set[int] = set()  # tensors whose shape may change at invoke
+        self.plan = ex.plan
+        self.kernels: list = [step.fn for step in ex.plan]
+        self.entries: list[tuple] = [_entry(step, k) for k, step in enumerate(ex.plan)]
+        self.guards: list = []
+        self.guard_at: list[tuple[int, ...]] = []  # per step: input positions that are guarded
+        self.checked: list[bool] = []  # per step: whether its output shapes may change
+        for step in ex.plan:
+            at = tuple(p for p, t in enumerate(step.inputs) if t >= 0 and t in varying)
+            self.guard_at.append(at)
+            self.guards.append(self._guard(step, at))
+            may_change = bool(at) or step.fn is _unprepared or _output_shape_varies(ex, step, fixed)
+            self.checked.append(may_change)
+            if may_change:
+                varying.update(step.outputs)
+        # (step, guarded input shapes) -> (step prepared for them, its entry); valid while the
+        # subgraph's inputs keep their shapes (Executor._run_dynamic clears it)
+        self.variants: dict[tuple[int, tuple], tuple[Step, tuple]] = {}
+        self.runs = 0
+        self.fn: Callable[..., int | None] | None = None
+        self.line_step: dict[int, int] = {}
+        self.label = f"<acelera plan of subgraph {sg.index}>"
+
+    def generate(self) -> Callable[..., int | None]:
+        """The plan's function (compiling costs tens of microseconds per step: done once the
+        plan has run COMPILE_AFTER times)."""
+        lines = ["def run(v, S, F, G, R, Y, nd):"]
+        for k, step in enumerate(self.plan):
+            ins, outs, at = step.inputs, step.outputs, self.guard_at[k]
+            if at or self.guards[k] is None:
+                shp = "".join(f"v[{ins[p]}].shape, " for p in at)
+                lines.append(f"    if (g := ({shp})) != G[{k}] and R({k}, g): return {~k}")
+            args = ", ".join(f"v[{t}]" if t >= 0 else "None" for t in ins)
+            call = f"F[{k}]({args})"
+            first = len(lines) + 1
+            if len(outs) == 1:
+                t = outs[0]
+                lines.append(f"    r = {call}")
+                if self.checked[k]:
+                    lines.append(f"    if r.__class__ is nd: v[{t}] = r; S[{t}] = r.shape")
+                    lines.append(f"    else: Y({k}, r)")
+                else:
+                    lines.append(f"    if r.__class__ is nd: v[{t}] = r")
+                    lines.append(f"    elif Y({k}, r): return {k + 1}")
+            elif self.checked[k] or not outs:
+                lines.append(f"    Y({k}, {call})")
+            else:
+                lines.append(f"    {', '.join(f'v[{t}]' for t in outs)}, = {call}")
+            for n in range(first, len(lines) + 1):
+                self.line_step[n] = k
+        lines.append("    return None")
+        scope: dict = {}
+        exec(compile("\n".join(lines), self.label, "exec"), scope)
+        fn = self.fn = scope["run"]
+        return fn
+
+    @staticmethod
+    def _guard(step: Step, at: tuple[int, ...]):
+        if step.fn is _unprepared or step.in_shapes is None:
+            return None
+        return tuple(step.in_shapes[p] for p in at)
+
+    def remember(self, k: int, key: tuple) -> None:
+        """Keep plan step k as the variant for guarded input shapes `key` (bounded)."""
+        if len(self.variants) >= MAX_PREPARED_STEPS:
+            self.variants.clear()
+        self.variants[k, key] = (self.plan[k], self.entries[k])
+
+    def replace(self, k: int, step: Step) -> None:
+        """Plan step k was re-prepared (same node, other input shapes)."""
+        self.kernels[k] = step.fn
+        self.entries[k] = _entry(step, k)
+        self.guards[k] = self._guard(step, self.guard_at[k])
+
+    def failed_step(self, tb) -> Step | None:
+        """The plan step whose line of the generated code `tb` (a traceback) passed through;
+        None for a failure outside them (a guard's re-prepare names its node itself)."""
+        code = self.fn.__code__ if self.fn is not None else None
+        k = None
+        while tb is not None:
+            if tb.tb_frame.f_code is code:
+                k = self.line_step.get(tb.tb_lineno)
+            tb = tb.tb_next
+        return self.plan[k] if k is not None and k < len(self.plan) else None
+
 
 class _Unprepared(Exception):
-    """Raised by a plan entry whose node is not prepared: _run_plan hands over to _run_dynamic."""
+    """Raised by a plan entry whose node is not prepared: the run goes on step by step."""
 
 
 def _needs_prepare(*args):
@@ -506,9 +720,8 @@ def _with_absent(inputs: tuple[int, ...]):
 
 
 def _entry(step: Step, k: int) -> tuple:
-    """Plan step k as _run_plan walks it: (kernel, whether it takes its arguments from a
-    tuple-returning getter, that getter or the single input's index, the single output's
-    index or -1, k). The getter is an itemgetter where every input is present."""
+    """Plan step k as Executor._interpret walks it (see there). The getter is an itemgetter
+    where every input is present."""
     fn = _needs_prepare if step.fn is _unprepared else step.fn
     ins, outs = step.inputs, step.outputs
     t = outs[0] if len(outs) == 1 else -1
@@ -519,6 +732,24 @@ def _entry(step: Step, k: int) -> tuple:
     if len(ins) > 1 and min(ins) >= 0:
         return (fn, True, itemgetter(*ins), t, k)
     return (fn, True, _with_absent(ins), t, k)
+
+
+def _output_shape_varies(ex: Executor, step: Step, fixed: set[int]) -> bool:
+    """Whether step's output shapes may change while its input shapes stay the same."""
+    if step.delegate is not None or len(step.nodes) != 1:
+        return True
+    operator = ex.sg.operators[step.nodes[0]]
+    resolver = getattr(ex.runtime, "resolver", None)
+    if resolver is not None and resolver(operator) is not None:  # a user's kernel: no assumptions
+        return True
+    op = operator.op
+    if op not in DATA_DEPENDENT_SHAPES:
+        return False
+    shaping = _SHAPING_INPUTS.get(op)
+    if shaping is None:
+        return True
+    ins = step.inputs
+    return any(p < len(ins) and ins[p] >= 0 and ins[p] not in fixed for p in shaping)
 
 
 def _unprepared(*args):

@@ -80,7 +80,8 @@ class ModelRuntime:
         """Run subgraph `index` on `inputs` and return its outputs. Inputs whose shapes differ
         from the last call's re-prepare only the steps they reach (a loop body whose variables
         change shape is not re-planned)."""
-        if index in self._active:
+        active = self._active
+        if index in active:
             raise AceleraError(f"subgraph {index} is called recursively")
         ex = self._callees.get(index)
         if ex is None or not ex.plan_ready:
@@ -91,14 +92,14 @@ class ModelRuntime:
         values, shapes = ex.values, ex.shapes
         changed = False
         for t, want, x in zip(sg.inputs, ex.input_dtypes, inputs):
-            if x.dtype != want:
+            if x.dtype is not want and x.dtype != want:
                 x = np.asarray(x, want)
             values[t] = x
             if x.shape != shapes[t]:
                 changed = True
-        self._active.append(index)
+        active.append(index)
         try:
             ex.run(changed)
         finally:
-            self._active.pop()
+            active.pop()
         return [values[t] for t in sg.outputs]
