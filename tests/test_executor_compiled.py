@@ -1,4 +1,4 @@
-"""The executor's compiled plan (executor._Compiled): kernels called from one generated
+"""The executor's compiled plan (compiled_plan.Compiled): kernels called from one generated
 function, shapes checked only where they may change, and the loop it runs before it is
 generated (each test runs both ways). Errors still name the node, a shape that changes
 mid-plan re-prepares only what it reaches, op profiling keeps per-step times, and the zoo's
@@ -170,3 +170,23 @@ def test_guarded_variants_follow_changing_loop_variables():
         inputs = [np.array(start, I32), np.array(n, I32), np.zeros(1, F32), seq]
         got = _invoke(it, inputs)[0]
         np.testing.assert_array_equal(got, run_litert(model, inputs)[0])
+
+
+def test_an_axis_given_at_run_time_changes_the_output_shape():
+    """MEAN over an axis tensor the model feeds at run time: the output shape follows the axis
+    value, so the step is checked even though its input shapes never change."""
+    b = ModelBuilder()
+    x = b.add_input("x", (2, 3), F32)
+    a = b.add_input("a", (1,), I32)
+    two = b.add_constant("two", np.array(2, F32))
+    m = b.add_tensor("m", (3,), F32, shape_signature=(-1,))
+    b.add_operator("MEAN", [x, a], [m], keep_dims=False)
+    y = b.add_tensor("y", (3,), F32, shape_signature=(-1,))
+    b.add_operator("MUL", [m, two], [y], fused_activation_function="NONE")
+    b.mark_outputs(y)
+    it = _interpreter(b.build())
+    x_val = np.arange(6, dtype=F32).reshape(2, 3)
+    for axis in [0, 1, 0, 1] * 5:
+        (got,) = _invoke(it, [x_val, [axis]])
+        np.testing.assert_allclose(got, x_val.mean(axis=axis) * 2, rtol=1e-6)
+        assert list(it.get_output_details()[0]["shape"]) == [3 if axis == 0 else 2]

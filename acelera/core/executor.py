@@ -7,7 +7,7 @@ run once. `Executor.run()` then executes the plan.
 
 Small models and loop bodies spend most of their time in this loop rather than in kernels, so
 `run()` calls a compiled form of the plan: one generated function with a line per kernel call
-(see `_Compiled`), checking shapes only at the steps whose shapes may change at invoke and
+(see `Compiled`), checking shapes only at the steps whose shapes may change at invoke and
 re-preparing in place a step whose inputs changed shape. When a subgraph's inputs change shape,
 or a shape changes where the plan did not expect it, the plan runs step by step, re-preparing
 the steps whose input shapes changed. Steps prepared at invoke are kept per node and input
@@ -18,16 +18,22 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-from dataclasses import dataclass
-from operator import itemgetter
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from acelera.core import fpstate
+from acelera.core.compiled_plan import _ND, COMPILE_AFTER, Compiled, Unprepared
 from acelera.core.errors import AceleraError, KernelError, ModelError, UnsupportedOpError  # noqa: F401 (KernelError re-exported)
-from acelera.core.kernels.registry import Kernel, NodeContext, lookup, shape_pass
+from acelera.core.kernels.registry import NodeContext, lookup, shape_pass
 from acelera.core.model import Subgraph, Tensor
+from acelera.core.plan_step import (  # noqa: F401 (Step, node_label, DATA_DEPENDENT_SHAPES re-exported)
+    DATA_DEPENDENT_SHAPES,
+    MAX_PREPARED_STEPS,
+    Step,
+    node_label,
+    unprepared,
+)
 
 if TYPE_CHECKING:
     from acelera.core.partition import DelegationReport
@@ -65,19 +71,6 @@ def tune_malloc() -> None:
         pass
 
 
-@dataclass
-class Step:
-    """One entry of the execution plan: a kernel over tensor indices."""
-
-    label: str  # e.g. "node 4 (CONV_2D)"
-    fn: Kernel
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-    nodes: tuple[int, ...]  # model node indices this step executes
-    delegate: str | None = None
-    in_shapes: tuple | None = None  # input shapes the kernel was prepared for (None: not yet)
-
-
 def _check_arity(fn, n: int, label: str) -> None:
     """A node with more (or fewer) inputs than its kernel's run() takes is a malformed model:
     refuse it at prepare, naming the node, instead of failing inside the kernel at invoke."""
@@ -92,25 +85,6 @@ def _check_arity(fn, n: int, label: str) -> None:
         raise ModelError(f"{label}: has {n} input(s), its kernel takes {takes}") from None
 
 
-def node_label(sg: Subgraph, i: int) -> str:
-    where = f"subgraph {sg.index} " if sg.index else ""
-    return f"{where}node {i} ({sg.operators[i].name})"
-
-
-# Ops whose output shapes depend on input values; nodes downstream of them may only be
-# preparable at invoke, once real values flow (LiteRT's dynamic tensors).
-DATA_DEPENDENT_SHAPES = frozenset({
-    "WHERE", "UNIQUE", "NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5", "RANGE", "WHILE", "IF",
-    "READ_VARIABLE", "RESHAPE", "FILL", "BROADCAST_TO", "TILE", "SLICE", "STRIDED_SLICE", "PAD",
-    "PADV2", "MIRROR_PAD", "SCATTER_ND", "SPARSE_TO_DENSE", "TOPK_V2", "ONE_HOT", "RFFT2D",
-    "SEGMENT_SUM", "UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_PROD", "UNSORTED_SEGMENT_MAX",
-    "UNSORTED_SEGMENT_MIN", "BROADCAST_ARGS", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR",
-    "TRANSPOSE_CONV", "CONV_3D_TRANSPOSE", "SPLIT_V", "EXPAND_DIMS", "HASHTABLE_FIND",
-    "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "DYNAMIC_UPDATE_SLICE", "CUSTOM", "RANDOM_UNIFORM",
-    "RANDOM_STANDARD_NORMAL", "MULTINOMIAL", "STABLEHLO_COMPOSITE", "DILATE", "EMBEDDING_LOOKUP_SPARSE", "SKIP_GRAM",
-})
-
-
 class Executor:
     def __init__(self, subgraph: Subgraph, runtime=None):
         self.sg = subgraph
@@ -119,7 +93,7 @@ class Executor:
         self.values: list[np.ndarray | None] = [None] * len(subgraph.tensors)
         self.input_dtypes = tuple(subgraph.tensors[t].dtype for t in subgraph.inputs)
         self._plan: list[Step] = []
-        self._compiled: _Compiled | None = None  # the plan as run() calls it (see _Compiled)
+        self._compiled: Compiled | None = None  # the plan as run() calls it (see Compiled)
         self._prepared: dict[tuple, Step] = {}  # (node, input shapes) -> step prepared at invoke
         self._check_all = False  # the next run checks every step's input shapes
         self.plan_ready = False
@@ -230,7 +204,7 @@ class Executor:
             decl = self.sg.tensors[t]
             self.shapes[t] = decl.shape
             self.values[t] = np.zeros(decl.shape, decl.dtype)
-        self.plan.append(Step(node_label(self.sg, i), _unprepared, op.inputs, op.outputs, (i,)))
+        self.plan.append(Step(node_label(self.sg, i), unprepared, op.inputs, op.outputs, (i,)))
 
     def reset_variables(self) -> None:
         """Variable (state) tensors back to their initial value, as LiteRT's AllocateTensors does:
@@ -393,12 +367,12 @@ class Executor:
         else:  # step k - 1's outputs changed shape where the plan did not expect it
             self._run_dynamic(values, k, set(self._plan[k - 1].outputs))
 
-    def _compile(self) -> _Compiled:
-        self._compiled = _Compiled(self)
+    def _compile(self) -> Compiled:
+        self._compiled = Compiled(self)
         return self._compiled
 
     def _run_plan(self, values: list) -> int | None:
-        """Run the compiled plan (see _Compiled). Returns None when done, else where
+        """Run the compiled plan (see Compiled). Returns None when done, else where
         `_run_dynamic` takes over: k + 1 after a step k whose outputs changed shape where the
         plan did not expect it, ~j (negative) at a step j to check from there on (not prepared
         yet, or a delegated step that gave way to reference steps)."""
@@ -417,7 +391,7 @@ class Executor:
             self._failed = c.failed_step(e.__traceback__)
             raise
 
-    def _interpret(self, c: _Compiled, values: list) -> int | None:
+    def _interpret(self, c: Compiled, values: list) -> int | None:
         """_run_plan before the plan is generated: a loop over (kernel, whether its arguments
         come from a tuple-returning getter, that getter or the single input's index, the single
         output's index or -1, k), checking every output's shape."""
@@ -435,7 +409,7 @@ class Executor:
                 elif not self._store(k, res):
                     continue
                 return k + 1
-        except _Unprepared:
+        except Unprepared:
             return ~k
         except BaseException:
             self._failed = self._plan[k] if k >= 0 else None
@@ -493,7 +467,7 @@ class Executor:
             self._undelegate(j)
             return True
         self._failed = None
-        if step.in_shapes is not None and step.fn is not _unprepared:
+        if step.in_shapes is not None and step.fn is not unprepared:
             self._keep_prepared(step)  # the shapes may come back
         new = self._prepared_step(step.nodes[0], now)
         self._plan[j] = new
@@ -563,7 +537,7 @@ class Executor:
 
         step = self.plan[j]
         assert step.delegate is not None  # only delegated steps are undelegated
-        refs = [Step(node_label(self.sg, n), _unprepared, self.sg.operators[n].inputs,
+        refs = [Step(node_label(self.sg, n), unprepared, self.sg.operators[n].inputs,
                      self.sg.operators[n].outputs, (n,)) for n in sorted(step.nodes, key=self.sg.execution_order.index)]
         self.plan[j:j + 1] = refs
         self._compiled = None
@@ -573,184 +547,3 @@ class Executor:
             for n in step.nodes:
                 self.report.node_delegate.pop(n, None)
         warnings.warn(f"{step.delegate} partition of nodes {list(step.nodes)}: {msg}", stacklevel=3)
-
-
-# Steps prepared at invoke that an executor keeps (see Executor._prepared_step).
-MAX_PREPARED_STEPS = 256
-
-# Runs of a plan before it is compiled into one function (see _Compiled): compiling costs about
-# as much as a hundred runs save, so plans run only a few times (most tests) are not compiled.
-COMPILE_AFTER = int(os.environ.get("ACELERA_PLAN_COMPILE_AFTER", "16"))
-
-_ND = np.ndarray
-
-# Data-dependent ops whose output shapes depend on values only through these inputs (the
-# rest through input shapes): with those inputs constant, the output shape is fixed.
-_SHAPING_INPUTS: dict[str, tuple[int, ...]] = {
-    "RESHAPE": (1,), "EXPAND_DIMS": (1,), "SLICE": (1, 2), "STRIDED_SLICE": (1, 2, 3),
-    "PAD": (1,), "PADV2": (1,), "MIRROR_PAD": (1,), "TILE": (1,), "BROADCAST_TO": (1,),
-    "FILL": (0,), "RESIZE_BILINEAR": (1,), "RESIZE_NEAREST_NEIGHBOR": (1,), "SPLIT_V": (1, 2),
-    "BATCH_TO_SPACE_ND": (1, 2), "SPACE_TO_BATCH_ND": (1, 2), "TRANSPOSE_CONV": (0,),
-}
-
-
-class _Compiled:
-    """The plan as one generated Python function, so that a small model or a loop body costs
-    little more than its kernels: one line per kernel call with the value slots as arguments,
-    no per-step tuple unpacking.
-
-    Output shapes are only checked where they may change: at steps whose op's output shape
-    depends on input values (DATA_DEPENDENT_SHAPES, unless the values it depends on are
-    constant), delegated and unprepared steps, and, transitively, at the steps they feed. A
-    step fed by such a tensor first compares those inputs' shapes with the ones it was
-    prepared for ("guards") and is re-prepared in place when they differ; the other steps run
-    unchecked (their inputs keep the shapes they were prepared for, so their outputs do too).
-    A subgraph's inputs are assumed unchanged: a run whose inputs changed shape goes through
-    Executor._run_dynamic, which re-prepares and replaces the affected kernels here.
-
-    Kernels and guard shapes sit in lists (`kernels`, `guards`) so that a re-prepared step
-    changes one slot, not the code. The plan step a failure happened in is found from the
-    failing line of the generated code (no per-step bookkeeping while it runs)."""
-
-    def __init__(self, ex: Executor):
-        sg = ex.sg
-        fixed = {t.index for t in sg.tensors if t.is_constant} | set(ex.folded)
-        varying: set[int] = set()  # tensors whose shape may change at invoke
-        self.plan = ex.plan
-        self.kernels: list = [step.fn for step in ex.plan]
-        self.entries: list[tuple] = [_entry(step, k) for k, step in enumerate(ex.plan)]
-        self.guards: list = []
-        self.guard_at: list[tuple[int, ...]] = []  # per step: input positions that are guarded
-        self.checked: list[bool] = []  # per step: whether its output shapes may change
-        for step in ex.plan:
-            at = tuple(p for p, t in enumerate(step.inputs) if t >= 0 and t in varying)
-            self.guard_at.append(at)
-            self.guards.append(self._guard(step, at))
-            may_change = bool(at) or step.fn is _unprepared or _output_shape_varies(ex, step, fixed)
-            self.checked.append(may_change)
-            if may_change:
-                varying.update(step.outputs)
-        # (step, guarded input shapes) -> (step prepared for them, its entry); valid while the
-        # subgraph's inputs keep their shapes (Executor._run_dynamic clears it)
-        self.variants: dict[tuple[int, tuple], tuple[Step, tuple]] = {}
-        self.runs = 0
-        self.fn: Callable[..., int | None] | None = None
-        self.line_step: dict[int, int] = {}
-        self.label = f"<acelera plan of subgraph {sg.index}>"
-
-    def generate(self) -> Callable[..., int | None]:
-        """The plan's function (compiling costs tens of microseconds per step: done once the
-        plan has run COMPILE_AFTER times)."""
-        lines = ["def run(v, S, F, G, R, Y, nd):"]
-        for k, step in enumerate(self.plan):
-            ins, outs, at = step.inputs, step.outputs, self.guard_at[k]
-            if at or self.guards[k] is None:
-                shp = "".join(f"v[{ins[p]}].shape, " for p in at)
-                lines.append(f"    if (g := ({shp})) != G[{k}] and R({k}, g): return {~k}")
-            args = ", ".join(f"v[{t}]" if t >= 0 else "None" for t in ins)
-            call = f"F[{k}]({args})"
-            first = len(lines) + 1
-            if len(outs) == 1:
-                t = outs[0]
-                lines.append(f"    r = {call}")
-                if self.checked[k]:
-                    lines.append(f"    if r.__class__ is nd: v[{t}] = r; S[{t}] = r.shape")
-                    lines.append(f"    else: Y({k}, r)")
-                else:
-                    lines.append(f"    if r.__class__ is nd: v[{t}] = r")
-                    lines.append(f"    elif Y({k}, r): return {k + 1}")
-            elif self.checked[k] or not outs:
-                lines.append(f"    Y({k}, {call})")
-            else:
-                lines.append(f"    {', '.join(f'v[{t}]' for t in outs)}, = {call}")
-            for n in range(first, len(lines) + 1):
-                self.line_step[n] = k
-        lines.append("    return None")
-        scope: dict = {}
-        exec(compile("\n".join(lines), self.label, "exec"), scope)
-        fn = self.fn = scope["run"]
-        return fn
-
-    @staticmethod
-    def _guard(step: Step, at: tuple[int, ...]):
-        if step.fn is _unprepared or step.in_shapes is None:
-            return None
-        return tuple(step.in_shapes[p] for p in at)
-
-    def remember(self, k: int, key: tuple) -> None:
-        """Keep plan step k as the variant for guarded input shapes `key` (bounded)."""
-        if len(self.variants) >= MAX_PREPARED_STEPS:
-            self.variants.clear()
-        self.variants[k, key] = (self.plan[k], self.entries[k])
-
-    def replace(self, k: int, step: Step) -> None:
-        """Plan step k was re-prepared (same node, other input shapes)."""
-        self.kernels[k] = step.fn
-        self.entries[k] = _entry(step, k)
-        self.guards[k] = self._guard(step, self.guard_at[k])
-
-    def failed_step(self, tb) -> Step | None:
-        """The plan step whose line of the generated code `tb` (a traceback) passed through;
-        None for a failure outside them (a guard's re-prepare names its node itself)."""
-        code = self.fn.__code__ if self.fn is not None else None
-        k = None
-        while tb is not None:
-            if tb.tb_frame.f_code is code:
-                k = self.line_step.get(tb.tb_lineno)
-            tb = tb.tb_next
-        return self.plan[k] if k is not None and k < len(self.plan) else None
-
-
-class _Unprepared(Exception):
-    """Raised by a plan entry whose node is not prepared: the run goes on step by step."""
-
-
-def _needs_prepare(*args):
-    raise _Unprepared
-
-
-def _no_inputs(values: list) -> tuple:
-    return ()
-
-
-def _with_absent(inputs: tuple[int, ...]):
-    def args(values: list) -> tuple:
-        return tuple(values[i] if i >= 0 else None for i in inputs)
-    return args
-
-
-def _entry(step: Step, k: int) -> tuple:
-    """Plan step k as Executor._interpret walks it (see there). The getter is an itemgetter
-    where every input is present."""
-    fn = _needs_prepare if step.fn is _unprepared else step.fn
-    ins, outs = step.inputs, step.outputs
-    t = outs[0] if len(outs) == 1 else -1
-    if len(ins) == 1 and ins[0] >= 0:
-        return (fn, False, ins[0], t, k)
-    if not ins:
-        return (fn, True, _no_inputs, t, k)
-    if len(ins) > 1 and min(ins) >= 0:
-        return (fn, True, itemgetter(*ins), t, k)
-    return (fn, True, _with_absent(ins), t, k)
-
-
-def _output_shape_varies(ex: Executor, step: Step, fixed: set[int]) -> bool:
-    """Whether step's output shapes may change while its input shapes stay the same."""
-    if step.delegate is not None or len(step.nodes) != 1:
-        return True
-    operator = ex.sg.operators[step.nodes[0]]
-    resolver = getattr(ex.runtime, "resolver", None)
-    if resolver is not None and resolver(operator) is not None:  # a user's kernel: no assumptions
-        return True
-    op = operator.op
-    if op not in DATA_DEPENDENT_SHAPES:
-        return False
-    shaping = _SHAPING_INPUTS.get(op)
-    if shaping is None:
-        return True
-    ins = step.inputs
-    return any(p < len(ins) and ins[p] >= 0 and ins[p] not in fixed for p in shaping)
-
-
-def _unprepared(*args):
-    raise KernelError("node was not prepared (its input shapes are only known at invoke)")
