@@ -125,3 +125,31 @@ def test_a_large_convolution_runs_in_bounded_im2col_tiles(monkeypatch):
     tiled = run()
     assert len(calls) >= 5
     np.testing.assert_allclose(tiled, whole, rtol=1e-6, atol=1e-6)
+
+
+def test_a_shape_that_data_makes_at_invoke_is_checked_before_the_next_step_allocates():
+    """TILE's multiples are fed at run time: 64 MiB out of a 4 KiB input. The ADD after it is
+    re-prepared for the new shape and refused before it allocates a second 64 MiB."""
+    b = ModelBuilder()
+    x = b.add_input("x", (1024,), np.float32)
+    m = b.add_input("m", (1,), np.int32)
+    one = b.add_constant("one", np.array(1, np.float32))
+    t = b.add_tensor("t", (1024,), np.float32, shape_signature=(-1,))
+    b.add_operator("TILE", [x, m], [t])
+    y = b.add_tensor("y", (1024,), np.float32, shape_signature=(-1,))
+    b.add_operator("ADD", [t, one], [y], fused_activation_function="NONE")
+    b.mark_outputs(y)
+    it = Interpreter(model_content=b.build(), experimental_op_resolver_type=REF, max_memory_bytes=96 << 20)
+    it.allocate_tensors()
+    x_in, m_in, y_out = it.get_input_details()[0]["index"], it.get_input_details()[1]["index"], \
+        it.get_output_details()[0]["index"]
+    it.set_tensor(x_in, np.ones(1024, np.float32))
+    it.set_tensor(m_in, np.array([2], np.int32))
+    it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(y_out), np.full(2048, 2, np.float32))
+    it.set_tensor(m_in, np.array([1 << 14], np.int32))
+    with pytest.raises(MemoryBudgetError, match=r"node 1 \(ADD\).*budget"):
+        it.invoke()
+    it.set_tensor(m_in, np.array([3], np.int32))  # back within the budget: runs again
+    it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(y_out), np.full(3072, 2, np.float32))

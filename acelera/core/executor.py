@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from acelera.core import fpstate
+from acelera.core import fpstate, memory
 from acelera.core.compiled_plan import _ND, COMPILE_AFTER, Compiled, Unprepared
 from acelera.core.errors import AceleraError, KernelError, ModelError, UnsupportedOpError  # noqa: F401 (KernelError re-exported)
 from acelera.core.kernels.registry import NodeContext, lookup, shape_pass
@@ -169,8 +169,6 @@ class Executor:
         self.reset_variables()
         self.plan = []
         self.plan_ready = False
-        from acelera.core import memory
-
         budget = getattr(self.runtime, "max_memory_bytes", None)  # set by the interpreter at allocate
         self._budget = memory.StepBudget(self.sg, self.shapes, budget) if budget else None
         tainted: set[int] = set()  # tensors whose shape may change with input values
@@ -467,6 +465,9 @@ class Executor:
             self._undelegate(j)
             return True
         self._failed = None
+        budget = getattr(self.runtime, "max_memory_bytes", None)
+        if budget:  # the new shapes come from data: check them as the shape pass checks declared ones
+            memory.StepBudget(self.sg, shapes, budget).before(self.sg.operators[step.nodes[0]], shapes, step.label)
         if step.in_shapes is not None and step.fn is not unprepared:
             self._keep_prepared(step)  # the shapes may come back
         new = self._prepared_step(step.nodes[0], now)
