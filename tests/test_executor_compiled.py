@@ -190,3 +190,4 @@ def test_an_axis_given_at_run_time_changes_the_output_shape():
         (got,) = _invoke(it, [x_val, [axis]])
         np.testing.assert_allclose(got, x_val.mean(axis=axis) * 2, rtol=1e-6)
         assert list(it.get_output_details()[0]["shape"]) == [3 if axis == 0 else 2]
+
