@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from acelera.core import memory
 from acelera.core.errors import ModelError
 from acelera.core.kernels import tiling
 from acelera.core.kernels.common import RELU, RELU6, RELU_N1_TO_1, domain, float_activation_bounds
@@ -90,8 +91,11 @@ def rdbpot_inplace(r: np.ndarray, e: int) -> np.ndarray:
 
 
 def bit_select(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.where(c, a, b) for same-dtype a, b, by bit masks (np.where is slow on random masks)."""
+    """np.where(c, a, b) for same-dtype a, b, by bit masks (np.where is slow on random masks
+    of large arrays; on small ones its one call is the faster, and copies the same bits)."""
     c, a, b = np.asarray(c), np.asarray(a), np.asarray(b)
+    if a.size <= 4096 and b.size <= 4096 and c.size <= 4096 and a.dtype == b.dtype and a.ndim and b.ndim and c.ndim:
+        return np.where(c, a, b)
     u = np.dtype(f"u{a.dtype.itemsize}")
     m = c.view(np.uint8).astype(u)
     np.negative(m, out=m)
@@ -389,4 +393,54 @@ def lut8_kernel(dtype: np.dtype, fn: BinaryFn, out_dtype=None) -> BinaryFn:
         else:
             idx = np.bitwise_or(np.left_shift(ia, 8, dtype=np.uint16), ib)
         return flat.take(idx)
-    return scalar_safe(blocked(run, table.dtype))
+    general = scalar_safe(blocked(run, table.dtype))
+    small = SmallShapes()
+    by_b = np.ascontiguousarray(table.T)  # by_b[y] is table[:, y]: one operand fixed by a scalar
+    by_b.setflags(write=False)
+
+    def run_small(a, b):
+        if a.shape == b.shape:
+            idx = a.view(np.uint8).astype(np.uint16)
+            idx <<= 8
+            idx |= b.view(np.uint8)
+        elif b.size == 1 and b.ndim <= a.ndim:
+            return by_b[b.view(np.uint8).reshape(-1)[0]].take(a.view(np.uint8))
+        elif a.size == 1 and a.ndim <= b.ndim:
+            return table[a.view(np.uint8).reshape(-1)[0]].take(b.view(np.uint8))
+        else:
+            idx = np.bitwise_or(np.left_shift(a.view(np.uint8), 8, dtype=np.uint16), b.view(np.uint8))
+        return flat.take(idx)
+    return small.wrap(run_small, general)
+
+
+_NOT_SMALL = 1 << 62
+
+
+class SmallShapes(dict):
+    """(x shape, y shape) -> broadcast output size, memoized per operand shape pair; a pair
+    whose broadcast fails, is empty or 0-d maps to a size above any block. `wrap` routes
+    outputs of at most one block (BLOCK and memory.BROADCAST_BLOCK, read at each call) to a
+    kernel without the broadcast/blocking wrappers, everything else to the general one."""
+
+    def size(self, xs: tuple, ys: tuple) -> int:
+        if len(self) >= 64:  # shapes that keep changing: bound the memo
+            self.clear()
+        try:
+            shape = np.broadcast_shapes(xs, ys)
+        except ValueError:
+            n = _NOT_SMALL
+        else:
+            n = math.prod(shape) if shape else 0
+            n = n if 0 < n <= BLOCK else _NOT_SMALL
+        self[(xs, ys)] = n
+        return n
+
+    def wrap(self, fast: BinaryFn, general: BinaryFn) -> BinaryFn:
+        def run(a, b):
+            n = self.get((a.shape, b.shape))
+            if n is None:
+                n = self.size(a.shape, b.shape)
+            if n > memory.BROADCAST_BLOCK:
+                return general(a, b)
+            return fast(a, b)
+        return run

@@ -19,6 +19,8 @@ data contains NaN; otherwise every path agrees with the plain first-extreme rule
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from acelera.core.errors import KernelError
@@ -175,6 +177,7 @@ def _sse_last_axis(x: np.ndarray, is_max: bool) -> np.ndarray:
 
 
 _ARG_TYPES = ("FLOAT32", "UINT8", "INT8", "INT32", "BOOL")
+_any_true = np.logical_or.reduce
 
 
 def _arg_min_max(node: NodeContext, is_max: bool):
@@ -210,18 +213,18 @@ def _arg_min_max(node: NodeContext, is_max: bool):
         if shape[axis] == 0:
             raise KernelError("Cannot compute ArgMin/ArgMax over an empty axis.")
         out_shape = shape[:axis] + shape[axis + 1:]
-        outer = int(np.prod(shape[:axis], dtype=np.int64))
-        inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+        outer = math.prod(shape[:axis])
+        inner = math.prod(shape[axis + 1:])
         if outer * inner == 0:
             return np.zeros(out_shape, out_dtype)
         x3 = x.reshape(outer, shape[axis], inner)
-        if is_float and np.isnan(x).any():
+        if is_float and _any_true(np.isnan(x), axis=None):
             if inner == 1 and shape[axis] >= 4:
                 res = _sse_last_axis(x3[:, :, 0], is_max)
             else:
                 res = _nan_aware_extreme(x3, is_max)
         else:
-            res = np.argmax(x3, axis=1) if is_max else np.argmin(x3, axis=1)
+            res = x3.argmax(axis=1) if is_max else x3.argmin(axis=1)
         return res.astype(out_dtype).reshape(out_shape)
 
     return run

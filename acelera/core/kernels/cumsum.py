@@ -3,7 +3,8 @@ tflite/kernels/internal/optimized/optimized_ops.h).
 
 LiteRT's Eigen scan adds one element at a time to an accumulator that starts at zero, in the
 input type (integers wrap); exclusive writes the accumulator before adding, reverse scans from
-the end. numpy's cumsum over [0, x0, x1, ...] performs exactly those float32 additions.
+the end. numpy's add.accumulate performs the same float32 additions in the same order; the
+accumulator's +0.0 start only shows on prefixes of -0.0 (fixed by adding +0.0).
 While widening (registry.widening) FLOAT64 is taken too.
 """
 from __future__ import annotations
@@ -36,6 +37,17 @@ def cumsum(node: NodeContext) -> Kernel:
     exclusive = bool(node.options.get("exclusive", False))
     reverse = bool(node.options.get("reverse", False))
 
+    is_float = np.dtype(dt).kind == "f"
+    plans: dict[tuple[int, int], tuple] = {}
+
+    def plan(rank: int, a: int) -> tuple:
+        """Index tuples along axis a: the reversed view, the first slice, all but the last,
+        all but the first."""
+        head = (slice(None),) * a
+        p = plans[(rank, a)] = (head + (slice(None, None, -1),), head + (slice(0, 1),),
+                                head + (slice(None, -1),), head + (slice(1, None),))
+        return p
+
     def run(x: np.ndarray, axis: np.ndarray) -> np.ndarray:
         rank = x.ndim
         a = int(axis.reshape(-1)[0])
@@ -45,12 +57,19 @@ def cumsum(node: NodeContext) -> Kernel:
             raise KernelError(f"axis {int(axis.reshape(-1)[0])} is out of range for rank {rank}")
         if x.size == 0:
             return np.zeros(x.shape, dt)
-        y = np.flip(x, a) if reverse else x
-        pad = [(0, 0)] * rank
-        pad[a] = (1, 0)
-        acc = np.cumsum(np.pad(y, pad), axis=a, dtype=dt)
-        n = x.shape[a]
-        acc = acc.take(np.arange(n) if exclusive else np.arange(1, n + 1), axis=a)
-        return np.ascontiguousarray(np.flip(acc, a) if reverse else acc)
+        rev, first, but_last, but_first = plans.get((rank, a)) or plan(rank, a)
+        out = np.empty(x.shape, dt)
+        y, o = (x[rev], out[rev]) if reverse else (x, out)
+        if exclusive:
+            o[first] = 0
+            if x.shape[a] > 1:
+                np.add.accumulate(y[but_last], axis=a, dtype=dt, out=o[but_first])
+        else:
+            np.add.accumulate(y, axis=a, dtype=dt, out=o)
+        if is_float:
+            # LiteRT's accumulator starts at +0.0: only all -0.0 prefixes differ (-0.0 here),
+            # and adding +0.0 turns exactly those into +0.0.
+            np.add(out, 0, out=out)
+        return out
 
     return run

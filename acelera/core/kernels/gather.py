@@ -141,6 +141,8 @@ def tile(node: NodeContext):
                 layouts.clear()
             layouts[key] = layout
         inter, full, out = layout
-        return np.ascontiguousarray(np.broadcast_to(x.reshape(inter), full)).reshape(out)
+        buf = np.empty(full, x.dtype)
+        buf[...] = x.reshape(inter)
+        return buf.reshape(out)
 
     return run

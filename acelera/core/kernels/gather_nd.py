@@ -9,6 +9,8 @@ duplicate indices add up (integers wrap, booleans OR), as LiteRT's WrappingAdd d
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from acelera.core.errors import KernelError
@@ -71,8 +73,39 @@ def gather_nd(node: NodeContext) -> Kernel:
     if nd > p_rank:
         raise node.unsupported(f"index depth {nd} exceeds the params rank {p_rank}")
     out_dtype = out_t.dtype
+    fast: dict[tuple, tuple] = {}
+
+    def layout(pshape: tuple, ishape: tuple, idt: np.dtype) -> tuple | None:
+        """(rows shape, unsigned view dtype, dims bound, strides in slices, slice size, output
+        shape) of in-range indices for these shapes, or None where run_general decides."""
+        out_shape = ishape[:-1] + pshape[nd:]
+        n_slices = math.prod(ishape[:-1])
+        slice_size = math.prod(pshape[nd:])
+        if nd == 0 or n_slices == 0 or slice_size == 0 or math.prod(pshape) == 0:
+            return None
+        if math.prod(out_shape) * max(np.dtype(out_dtype).itemsize, 1) > MAX_TENSOR_BYTES:
+            return None
+        udt = np.dtype(f"u{idt.itemsize}")
+        strides = _strides(pshape, nd) // slice_size
+        if len(fast) >= 32:
+            fast.clear()
+        p = fast[(pshape, ishape, idt)] = ((n_slices, nd), udt, np.asarray(pshape[:nd], udt),
+                                          strides.astype(np.intp), slice_size, out_shape)
+        return p
 
     def run(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        key = (x.shape, idx.shape, idx.dtype)
+        p = fast.get(key) or layout(*key)
+        if p is not None and x.dtype == out_dtype and not in_shape_pass():
+            rows_shape, udt, bound, strides, slice_size, out_shape = p
+            rows = idx.reshape(rows_shape)
+            # Negative indices wrap to huge unsigned values: one comparison finds both errors.
+            if not np.greater_equal(rows.view(udt), bound).any():
+                lin = rows @ strides if rows_shape[1] > 1 else rows.reshape(-1)
+                return x.reshape(-1, slice_size).take(lin, axis=0).reshape(out_shape)
+        return run_general(x, idx)
+
+    def run_general(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         pshape, ishape = x.shape, idx.shape
         out_shape = ishape[:-1] + pshape[nd:]
         _check_size(out_shape, out_dtype, "output")
@@ -143,7 +176,42 @@ def scatter_nd(node: NodeContext) -> Kernel:
         except KernelError as e:
             raise node.unsupported(str(e)) from None
 
+    accumulate = (np.logical_or if is_bool else np.add).at
+    plans: dict[tuple, tuple | None] = {}
+
+    def plan(key: tuple, idx: np.ndarray, upd: np.ndarray, shape: np.ndarray) -> tuple | None:
+        """(output dims, rows shape, uint32 bound per index column, strides in slices, updates
+        rows shape) for a nonempty scatter of valid shapes, or None where run_general decides."""
+        try:
+            dims = out_shape_of(shape, idx.shape, upd.shape)
+            _check_size(dims, dtype, "output")
+        except KernelError:
+            return None
+        n_slices = math.prod(idx.shape[:-1]) if outer else 1
+        slice_size = math.prod(dims[ix:])
+        if n_slices == 0 or math.prod(dims) == 0 or ix == 0:
+            return None
+        if len(plans) >= 32:
+            plans.clear()
+        p = plans[key] = (dims, (n_slices, ix), np.asarray(dims[:ix], np.uint32),
+                          (_strides(dims, ix) // slice_size).astype(np.intp), (n_slices, slice_size))
+        return p
+
     def run(idx: np.ndarray, upd: np.ndarray, shape: np.ndarray) -> np.ndarray:
+        key = (idx.shape, upd.shape, shape.tobytes())
+        p = plans.get(key) or plan(key, idx, upd, shape)
+        if p is not None and idx.dtype == np.int32 and not in_shape_pass():
+            dims, rows_shape, bound, strides, upd_shape = p
+            rows = idx.reshape(rows_shape)
+            # int32 indices: negative ones wrap to huge unsigned values, one comparison for both
+            if not np.greater_equal(rows.view(np.uint32), bound).any():
+                out = np.zeros(dims, dtype)
+                lin = rows @ strides if rows_shape[1] > 1 else rows.reshape(-1)
+                accumulate(out.reshape(-1, upd_shape[1]), lin, upd.reshape(upd_shape))
+                return out
+        return run_general(idx, upd, shape)
+
+    def run_general(idx: np.ndarray, upd: np.ndarray, shape: np.ndarray) -> np.ndarray:
         if in_shape_pass() and shape_t.data is None:
             dims = tuple(max(0, int(v)) for v in shape.reshape(-1))
             _check_size(dims, dtype, "output")

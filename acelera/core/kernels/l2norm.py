@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.kernels.binary_common import clip_ufunc
 from acelera.core.kernels.common import NONE, scale_zp
 from acelera.core.kernels.registry import NodeContext, is_float32, register
 from acelera.core.kernels.unary import _inv_sqrt_multiplier_exp
@@ -40,12 +41,15 @@ def l2_normalization(node: NodeContext):
     in_zp = scale_zp(x)[1]
 
     def run_quantized(a):
-        d = a.astype(np.int64) - in_zp
-        acc = np.sum(d * d, axis=-1, keepdims=True)
+        d = a.astype(np.int64)
+        d -= in_zp
+        acc = np.add.reduce(d * d, axis=-1, keepdims=True)
         mult, shift = _inv_sqrt_multiplier_exp(acc)
         if a.dtype == np.uint8:
-            out = 128 + multiply_by_quantized_multiplier(128 * d, mult, shift)
-            return np.clip(out, 0, 255).astype(np.uint8)
-        out = multiply_by_quantized_multiplier(d, mult, shift + 7)
-        return np.clip(out, -128, 127).astype(np.int8)
+            out = multiply_by_quantized_multiplier(128 * d, mult, shift)
+            out += 128
+            return clip_ufunc(out, 0, 255, out=out).astype(np.uint8)
+        shift += 7
+        out = multiply_by_quantized_multiplier(d, mult, shift)
+        return clip_ufunc(out, -128, 127, out=out).astype(np.int8)
     return run_quantized

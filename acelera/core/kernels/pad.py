@@ -152,7 +152,7 @@ class _MirrorPlan:
 
     def __call__(self, x):
         for axis, idx in self.steps:
-            x = np.take(x, idx, axis=axis)
+            x = x.take(idx, axis=axis)
         return x
 
 

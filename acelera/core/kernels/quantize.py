@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.fpstate import fp_errors_ignored
+from acelera.core.kernels.binary_common import clip_ufunc
 from acelera.core.kernels.common import domain, lut_apply, scale_zp
 from acelera.core.kernels.float_formats import FLOAT8, f8_to_f32
 from acelera.core.kernels.registry import NodeContext, is_float32, register
@@ -28,6 +30,7 @@ from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
 from acelera.core.quant import quantize_multiplier, round_half_away, wrap_int32
 
 _INT32_MIN = -(1 << 31)
+_BELOW_HALF = np.nextafter(np.float32(0.5), np.float32(0))  # round_half_away's offset
 
 
 def _channel_params(t: Tensor, ndim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,6 +66,34 @@ def affine_quantize(x: np.ndarray, scale, zero_point, dtype, bounds: tuple[int, 
         fix = np.clip(wrap_int32(np.int64(_INT32_MIN) + zp), qmin, qmax).astype(dtype)
         out[bad] = np.broadcast_to(fix, out.shape)[bad]
     return out
+
+
+def _per_tensor_quantize(scale: np.float32, zp: int, dtype: np.dtype):
+    """affine_quantize with one scale, its steps as bare ufuncs on a float32 array while every
+    rounded value fits int32 (the common case); anything else takes affine_quantize."""
+    info = np.iinfo(dtype)
+    qmin, qmax = int(info.min), int(info.max)
+    zpf, below_half, f32 = np.float32(zp), np.float32(_BELOW_HALF), np.dtype(np.float32)
+    hi_ok = np.float32(2.0**31)
+    maximum = np.maximum.reduce
+
+    def run(x):
+        if x.dtype != f32 or x.ndim == 0 or x.size == 0:
+            return affine_quantize(x, scale, zp, dtype)
+        if fp_errors_ignored():
+            v = np.divide(x, scale)
+        else:
+            with np.errstate(all="ignore"):
+                v = np.divide(x, scale)
+        r = np.copysign(below_half, v)
+        r += v
+        np.trunc(r, out=r)  # round_half_away
+        if not maximum(np.abs(r), axis=None) < hi_ok:  # NaN too; -2**31 takes the exact path
+            return affine_quantize(x, scale, zp, dtype)
+        r += zpf
+        clip_ufunc(r, qmin, qmax, out=r)
+        return r.astype(dtype)
+    return run
 
 
 # float32 -> the packed types (held unpacked): their value range
@@ -103,6 +134,7 @@ def quantize(node: NodeContext):
         else:
             scale = np.float32(out.quantization.scale[0])
             zp = int(out.quantization.zero_point[0])
+            return _per_tensor_quantize(scale, zp, dtype)
 
         def run_quantize(x):
             return affine_quantize(x, scale, zp, dtype)
@@ -226,4 +258,11 @@ def dequantize(node: NodeContext):
         v -= zp32
         v *= s32
         return v
-    return run
+    if x.type_name not in ("INT8", "UINT8"):
+        return run
+    table = run(domain(x.dtype))  # every 8-bit value, by bit pattern, with the same float32 steps
+    take, u8 = table.take, np.dtype(np.uint8)
+
+    def run_lut8(x):
+        return take(x.view(u8)) if x.ndim and x.dtype.itemsize == 1 else run(x)
+    return run_lut8

@@ -144,13 +144,7 @@ def _quantized_mean_or_sum(node: NodeContext, compute_sum: bool):
             cache[n] = (int((base_mult << shift) // n), base_shift - shift)
         return cache[n]
 
-    def run(x, axis):
-        red, out_shape, n = axes.resolve(x.shape, axis)
-        if x.size == 0:
-            return np.zeros(out_shape, dtype)
-        if as_uint8:
-            x = x.view(np.uint8)
-        s = np.asarray(np.add.reduce(x, axis=red, dtype=np.int64)).reshape(out_shape)
+    def finish(s: np.ndarray, n: int) -> np.ndarray:
         if n * (65536 + abs(zp_in)) >= 1 << 31:  # the int32 sums can wrap
             s = wrap_int32(wrap_int32(s) - np.int64(zp_in) * n)
         elif zp_in:
@@ -160,6 +154,31 @@ def _quantized_mean_or_sum(node: NodeContext, compute_sum: bool):
         q += zp_out
         clip_ufunc(q, qmin, qmax, out=q)
         return q.astype(np.uint8).view(np.int8) if as_uint8 else q.astype(dtype)
+
+    # 8-bit data over at most 256 elements: every possible sum's result, tabulated per count.
+    tables: dict[int, tuple[int, np.ndarray]] = {}
+    tabulate = np.dtype(dtype).itemsize == 1
+
+    def table(n: int) -> tuple[int, np.ndarray]:
+        t = tables.get(n)
+        if t is None:
+            if len(tables) >= 16:
+                tables.clear()
+            t = tables[n] = (n * qmin, finish(np.arange(n * qmin, n * qmax + 1, dtype=np.int64), n))
+        return t
+
+    def run(x, axis):
+        red, out_shape, n = axes.resolve(x.shape, axis)
+        if x.size == 0:
+            return np.zeros(out_shape, dtype)
+        if as_uint8:
+            x = x.view(np.uint8)
+        if tabulate and n <= 256:
+            low, values = table(n)
+            s = np.add.reduce(x, axis=red, dtype=np.intp)
+            s -= low
+            return np.asarray(values.take(s)).reshape(out_shape)
+        return finish(np.asarray(np.add.reduce(x, axis=red, dtype=np.int64)).reshape(out_shape), n)
 
     return run
 
@@ -176,7 +195,7 @@ def mean(node: NodeContext):
             red, out_shape, n = axes.resolve(x.shape, axis)
             if x.size == 0:
                 return np.full(out_shape, np.nan, np.float32)
-            s = np.asarray(np.sum(x, axis=red, dtype=np.float32))
+            s = np.asarray(np.add.reduce(x, axis=red, dtype=np.float32))  # np.sum without its wrapper
             return np.asarray(s / np.float32(n), np.float32).reshape(out_shape)
         return run
     if dtype in (np.int32, np.int64):

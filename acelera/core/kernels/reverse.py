@@ -55,15 +55,22 @@ def reverse_v2(node: NodeContext) -> Kernel:
         raise node.unsupported(f"axis of type {axis_t.type_name} is not supported (INT32)")
     same_type_output(node, x_t)
     axis_const = node.const(1) is not None
+    views: dict[tuple[int, bytes], tuple] = {}  # (rank, axis bytes) -> basic-slicing index
 
     def run(x: np.ndarray, axis: np.ndarray) -> np.ndarray:
-        try:
-            axes = _reverse_axes(axis, x.ndim)
-        except KernelError:
-            if in_shape_pass() and not axis_const:
-                return x.copy()
-            raise
-        return np.flip(x, axes).copy() if axes else x.copy()
+        key = (x.ndim, axis.tobytes())
+        view = views.get(key)
+        if view is None:
+            try:
+                axes = _reverse_axes(axis, x.ndim)
+            except KernelError:
+                if in_shape_pass() and not axis_const:
+                    return x.copy()
+                raise
+            if len(views) >= 16:
+                views.clear()
+            view = views[key] = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))
+        return x[view].copy() if view else x.copy()
 
     return run
 

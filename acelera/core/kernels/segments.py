@@ -42,7 +42,7 @@ def _allocate(shape: tuple[int, ...], dtype: np.dtype, init) -> np.ndarray:
         n *= d
     if n * dtype.itemsize > MAX_TENSOR_BYTES:
         raise KernelError(f"output of shape {list(shape)} exceeds the tensor size limit ({MAX_TENSOR_BYTES} bytes)")
-    return np.full(shape, init, dtype)
+    return np.zeros(shape, dtype) if init == 0 else np.full(shape, init, dtype)
 
 
 def _reduce(kind: str, data: np.ndarray, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -96,8 +96,13 @@ def segment_sum(node: NodeContext) -> Kernel:
         """The output's first dimension; ids must start at 0 and grow by 0 or 1."""
         if ids.size == 0:
             return 0
-        ids = ids.astype(np.int64)
-        if ids[0] != 0 or np.any((np.diff(ids) != 0) & (np.diff(ids) != 1)):
+        ids = ids.reshape(-1)
+        if ids.size > 1:
+            step = np.subtract(ids[1:], ids[:-1], dtype=np.int64)
+            ok = bool(np.minimum.reduce(step) >= 0 and np.maximum.reduce(step) <= 1)
+        else:
+            ok = True
+        if ids[0] != 0 or not ok:
             raise KernelError("segment ids must start at 0 and increase by at most 1")
         return int(ids[-1]) + 1
 

@@ -171,6 +171,34 @@ def get_reciprocal_int(x: int, x_integer_digits: int) -> tuple[int, int]:
     return _sat_lshift_int(v, 1), x_integer_digits - headroom_plus_one
 
 
+def _reciprocals(sums: np.ndarray, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """get_reciprocal_int over an int64 array of sums in [1, INT32_MAX], with as few numpy
+    calls as that range allows: (Q0.31 scales, num_bits_over_unit), both int64."""
+    headroom_plus_one = np.frexp(sums.astype(np.float64))[1].astype(np.int64)  # exact below 2**53
+    np.subtract(32, headroom_plus_one, out=headroom_plus_one)
+    a = np.left_shift(sums, headroom_plus_one)  # in [2**31, 2**32)
+    a >>= 1  # half_denominator: ((a - 2**31) + INT32_MAX + 1) / 2, in [2**30, 2**31)
+    v = a * -1010580540
+    v += 1 << 30
+    v >>= 31
+    v += 1515870810
+    t = np.empty_like(v)
+    # The 48/17 - 32/17 d start is within 1/17 of 1/d, so no step below saturates or wraps.
+    for _ in range(3):
+        np.multiply(a, v, out=t)
+        t += 1 << 30
+        t >>= 31
+        np.subtract(1 << 29, t, out=t)  # one minus half_denominator * x (Q2.29)
+        t *= v
+        t += 1 << 30
+        t >>= 31
+        t <<= 2
+        v += t
+    v <<= 1
+    clip_ufunc(v, INT32_MIN, INT32_MAX, out=v)
+    return v, x_integer_digits - headroom_plus_one
+
+
 def _sat_add32(a, b):
     r = np.add(a, b, dtype=np.int64)
     return clip_ufunc(r, INT32_MIN, INT32_MAX, out=r) if r.__class__ is np.ndarray else np.clip(r, INT32_MIN, INT32_MAX)
@@ -351,6 +379,11 @@ def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
     exp_q0 = exp_q0.astype(np.int64)
     exp_q12 = exp_q12.astype(np.int64)
 
+    exp_shift = 31 - bits
+    flat_q12, flat_q0 = exp_q12.reshape(-1), exp_q0.reshape(-1)
+    # Rows up to this length have positive int32 sums: each row's maximum adds exp(0) > 0.
+    max_row = INT32_MAX // max(int(flat_q12.max()), 1) if int(flat_q12[-1]) > 0 else 0
+
     def run(a):
         if a.size == 0:
             return np.empty(a.shape, out_dtype)
@@ -358,7 +391,23 @@ def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
         idx = r.astype(np.intp)
         idx -= np.maximum.reduce(r, axis=1, keepdims=True)
         idx += 255
-        sums = np.add.reduce(exp_q12.take(idx), axis=1)
+        sums = np.add.reduce(flat_q12.take(idx), axis=1)
+        if sums.shape[0] > 1 and r.shape[1] <= max_row:
+            scale, over = _reciprocals(sums, 12)
+            e = over + exp_shift
+            clip_ufunc(e, 0, 31, out=e)
+            # srdhm of non-negative operands, then RoundingDivideByPOT of a non-negative value
+            prod = flat_q0.take(idx)
+            prod *= scale[:, None]
+            prod += 1 << 30
+            prod >>= 31
+            prod <<= 1
+            e1 = e[:, None]
+            prod += np.left_shift(1, e1)
+            e1 += 1
+            prod >>= e1
+            prod += lo
+            return clip_ufunc(prod, lo, hi, out=prod).astype(out_dtype).reshape(a.shape)
         if sums.shape[0] <= 16:
             # LiteRT aborts (TFLITE_CHECK) when the exponent leaves [0, 31], e.g. on >= 512
             # equal maxima in a row for 8-bit output; acelera clamps so that the executor's

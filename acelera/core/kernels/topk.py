@@ -20,10 +20,10 @@ _TYPES = ("FLOAT32", "UINT8", "INT8", "INT16", "INT32", "INT64")
 def _descending_order(rows: np.ndarray) -> np.ndarray:
     """Per row, the indices sorted by LiteRT's TopK order."""
     if rows.dtype.kind == "f":
-        key = -rows  # numpy sorts NaN last, whatever its sign
+        key = np.negative(rows)  # numpy sorts NaN last, whatever its sign
     else:
-        key = ~rows  # order-reversing and overflow-free for signed and unsigned integers
-    return np.argsort(key, axis=-1, kind="stable")
+        key = np.invert(rows)  # order-reversing and overflow-free for signed and unsigned integers
+    return key.argsort(axis=-1, kind="stable")
 
 
 @register("TOPK_V2", max_version=3, dtypes=_TYPES)
@@ -44,6 +44,13 @@ def topk_v2(node: NodeContext) -> Kernel:
     if idx_t.type not in (_INT32, _INT16):
         raise node.unsupported(f"index output type {idx_t.type_name} is not supported (INT32 or INT16)")
     idx_dt = idx_t.dtype
+    offsets: dict[tuple[int, int], np.ndarray] = {}
+
+    def row_offsets(rows: int, n: int) -> np.ndarray:
+        if len(offsets) >= 16:
+            offsets.clear()
+        o = offsets[(rows, n)] = np.arange(0, rows * n, n, dtype=np.intp)[:, None]
+        return o
 
     def run(x: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         kk = int(k.reshape(-1)[0])
@@ -58,7 +65,10 @@ def topk_v2(node: NodeContext) -> Kernel:
         if n > np.iinfo(idx_dt).max:
             raise KernelError(f"row size {n} exceeds the range of the {idx_t.type_name} index output")
         order = _descending_order(rows)[:, :kk]
-        values = np.take_along_axis(rows, order, axis=-1)
+        base = offsets.get(rows.shape)
+        if base is None:
+            base = row_offsets(*rows.shape)
+        values = rows.take(order + base)
         return values.reshape(out_shape), order.astype(idx_dt).reshape(out_shape)
 
     return run

@@ -31,7 +31,7 @@ from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import domain, lut_apply
 from acelera.core.kernels.float_formats import table16
 from acelera.core.kernels.registry import NodeContext, register
-from acelera.core.kernels.softmax import rdbpot, sat_lshift, srdhm, srdhm_unsaturated
+from acelera.core.kernels.softmax import rdbpot, srdhm_unsaturated
 from acelera.core.kernels.unary_common import (
     F32,
     INT32_MAX,
@@ -157,12 +157,28 @@ def _inv_sqrt_multiplier_exp(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     v <<= 2 * pairs
     half_input = rdbpot(v >> 1, 1)
     half_three = (1 << 28) + (1 << 27)
+    # Newton's iteration from 1 for an input in [0.5, 2) keeps x in (0.5, 1.5), so no step
+    # saturates or wraps: each SaturatingRoundingDoublingHighMul is floor((a*b + 2**30) / 2**31)
+    # and each Rescale<3> a plain shift.
     xf = np.full(v.shape, 1 << 28, np.int64)
+    t, d = np.empty_like(xf), np.empty_like(xf)
     for _ in range(5):
-        x3 = sat_lshift(srdhm(srdhm(xf, xf), xf), 6)  # Rescale<3> of a Q9 product
-        d = srdhm_unsaturated(xf, half_three)
-        d -= srdhm(half_input, x3)
-        xf = sat_lshift(wrap_int32_inplace(d), 3)  # Rescale<3> of a Q6 difference
+        np.multiply(xf, xf, out=t)
+        t += 1 << 30
+        t >>= 31
+        t *= xf
+        t += 1 << 30
+        t >>= 31
+        t <<= 6  # x**3, Rescale<3> of a Q9 product
+        t *= half_input
+        t += 1 << 30
+        t >>= 31
+        np.multiply(xf, half_three, out=d)
+        d += 1 << 30
+        d >>= 31
+        d -= t
+        d <<= 3  # Rescale<3> of a Q6 difference
+        xf, d = d, xf
     xf = srdhm_unsaturated(xf, 1518500250)
     left = np.minimum(shift, 0)  # a negative shift moves into the multiplier
     xf = wrap_int32_inplace(np.left_shift(xf, -left))

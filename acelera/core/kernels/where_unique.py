@@ -31,7 +31,13 @@ def where(node: NodeContext) -> Kernel:
         raise node.unsupported(f"output type {node.outputs[0].type_name} is not INT64")
 
     def run(cond: np.ndarray) -> np.ndarray:
-        return np.argwhere(cond != 0).astype(np.int64).reshape(-1, cond.ndim)
+        if cond.ndim == 0:
+            return np.argwhere(cond != 0).astype(np.int64).reshape(-1, cond.ndim)
+        coords = cond.nonzero()  # the nonzero elements in row-major order (NaN counts, -0.0 not)
+        out = np.empty((coords[0].size, cond.ndim), np.int64)
+        for k, v in enumerate(coords):
+            out[:, k] = v
+        return out
 
     return run
 
