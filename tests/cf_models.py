@@ -153,3 +153,20 @@ def case_model() -> bytes:
     return b.build()
 
 ALL = [while_sum_model, case_model, if_model, variable_model, hashtable_model, where_gather_model, runtime_reshape_model]
+
+
+def loop_model(b: ModelBuilder, specs, body_fn, outputs: tuple[int, ...]):
+    """A WHILE over loop variables `specs` [(name, shape, dtype, signature)], `i < n` on the
+    first two; `body_fn(body, inputs)` returns the body's outputs."""
+    ins = [b.add_input(n, s, d, shape_signature=sig) for n, s, d, sig in specs]
+    outs = [b.add_tensor(f"o_{n}", s, d, shape_signature=sig) for n, s, d, sig in specs]
+    cond, body = b.add_subgraph("cond"), b.add_subgraph("body")
+    b.add_operator("WHILE", ins, outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
+    b.mark_outputs(*[outs[k] for k in outputs])
+    ci = [cond.add_input(n, s, d, shape_signature=sig) for n, s, d, sig in specs]
+    c = cond.add_tensor("less", (), np.bool_)
+    cond.add_operator("LESS", [ci[0], ci[1]], [c])
+    cond.mark_outputs(c)
+    bi = [body.add_input(n, s, d, shape_signature=sig) for n, s, d, sig in specs]
+    body.mark_outputs(*body_fn(body, bi))
+    return b.build()

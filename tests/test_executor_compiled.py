@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cf_models import loop_model
 from oracle import run_litert
 
 from acelera.core import executor
@@ -143,7 +144,6 @@ def test_recurrent_loop_models_repeat_exactly(name):
 def growing_slices_model() -> bytes:
     """while i < n: i += 1; acc = concat(acc, seq[:i]): the concatenation's inputs change shape
     both through a guarded slice and through the loop variable itself."""
-    from test_executor_dynamic import _loop
 
     def body(g, bi):
         i, n, acc, seq = bi
@@ -159,7 +159,7 @@ def growing_slices_model() -> bytes:
         return i2, n, acc2, seq
 
     specs = [("i", (), I32, None), ("n", (), I32, None), ("acc", (1,), F32, (-1,)), ("seq", (5,), F32, None)]
-    return _loop(ModelBuilder(), specs, body, (2,))
+    return loop_model(ModelBuilder(), specs, body, (2,))
 
 
 def test_guarded_variants_follow_changing_loop_variables():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cf_models import loop_model
 from oracle import assert_exact, run_litert
 
 from acelera.core.builder import ModelBuilder
@@ -13,23 +14,6 @@ from acelera.core.errors import AceleraError
 from acelera.core.interpreter import Interpreter, OpResolverType
 
 F32, I32 = np.float32, np.int32
-
-
-def _loop(b: ModelBuilder, specs, body_fn, outputs: tuple[int, ...]):
-    """A WHILE over loop variables `specs` [(name, shape, dtype, signature)], `i < n` on the
-    first two; `body_fn(body, inputs)` returns the body's outputs."""
-    ins = [b.add_input(n, s, d, shape_signature=sig) for n, s, d, sig in specs]
-    outs = [b.add_tensor(f"o_{n}", s, d, shape_signature=sig) for n, s, d, sig in specs]
-    cond, body = b.add_subgraph("cond"), b.add_subgraph("body")
-    b.add_operator("WHILE", ins, outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
-    b.mark_outputs(*[outs[k] for k in outputs])
-    ci = [cond.add_input(n, s, d, shape_signature=sig) for n, s, d, sig in specs]
-    c = cond.add_tensor("less", (), np.bool_)
-    cond.add_operator("LESS", [ci[0], ci[1]], [c])
-    cond.mark_outputs(c)
-    bi = [body.add_input(n, s, d, shape_signature=sig) for n, s, d, sig in specs]
-    body.mark_outputs(*body_fn(body, bi))
-    return b.build()
 
 
 def growing_model() -> bytes:
@@ -44,7 +28,7 @@ def growing_model() -> bytes:
         return i2, n, acc2, x
 
     specs = [("i", (), I32, None), ("n", (), I32, None), ("acc", (1, 2), F32, (-1, 2)), ("x", (1, 2), F32, None)]
-    return _loop(ModelBuilder(), specs, body, (0, 2))
+    return loop_model(ModelBuilder(), specs, body, (0, 2))
 
 
 def prefix_sum_model() -> bytes:
@@ -72,7 +56,7 @@ def prefix_sum_model() -> bytes:
         return i2, n, acc2, seq
 
     specs = [("i", (), I32, None), ("n", (), I32, None), ("acc", (3,), F32, None), ("seq", (5, 3), F32, None)]
-    return _loop(ModelBuilder(), specs, body, (2,))
+    return loop_model(ModelBuilder(), specs, body, (2,))
 
 
 def gather_loop_model() -> bytes:
@@ -89,7 +73,7 @@ def gather_loop_model() -> bytes:
         return i2, n, acc2, seq
 
     specs = [("i", (), I32, None), ("n", (), I32, None), ("acc", (3,), F32, None), ("seq", (4, 3), F32, None)]
-    return _loop(ModelBuilder(), specs, body, (2,))
+    return loop_model(ModelBuilder(), specs, body, (2,))
 
 
 def _interpreter(model: bytes) -> Interpreter:

@@ -123,3 +123,14 @@ def test_coreml_modules_import_each_other_without_a_cycle_at_import_time():
                 return True
         return False
     assert not [m for m in graph if reaches(m, m, set())]
+
+
+def test_test_modules_never_import_each_other():
+    """Cases two test modules share live in helper modules (tests/cf_models.py, tests/gpu_cases.py,
+    ...): importing a test module from another runs or skips its tests with it."""
+    tests = Path(__file__).resolve().parent
+    bad = [f"{path.name}:{line} imports {name}"
+           for path in sorted(tests.rglob("test_*.py"))
+           for line, name in imported_names(path.read_text(), path.stem)
+           if name.split(".")[0].startswith("test_")]
+    assert not bad, "\n".join(bad)

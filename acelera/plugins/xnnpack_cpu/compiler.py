@@ -20,11 +20,14 @@ time (in the storage type: float16 in fp16 mode).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 
 from acelera.core.delegate import Partition
+from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext
 from acelera.plugins.xnnpack_cpu import conv, ops
 from acelera.plugins.xnnpack_cpu.spec import ACT_BOUNDS, INF, KIND_OF_OP, PRELU, Act, Spec, f32c
@@ -32,7 +35,8 @@ from acelera.plugins.xnnpack_cpu.spec import ACT_BOUNDS, INF, KIND_OF_OP, PRELU,
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 CLAMP_OPS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 UNARY = ("ABS", "NEG", "SQRT", "SQUARE", "FLOOR", "CEIL", "TANH", "ROUND", "RELU", "RELU6", "RELU_N1_TO_1",
-         "LOGISTIC", "HARD_SWISH", "LEAKY_RELU")
+         "LOGISTIC", "HARD_SWISH", "LEAKY_RELU", "RSQRT", "EXP", "LOG", "SIN", "COS")
+REDUCE = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN")
 NATIVE_BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
 
 
@@ -51,9 +55,9 @@ class Graph:
         ctxs = part.contexts
         consts = {t: np.asarray(v) for t, v in part.constants.items()}
         for n in part.nodes:
-            for t in ctxs[n].inputs:
-                if t is not None and t.is_constant:
-                    consts.setdefault(t.index, t.data)
+            for ti in ctxs[n].inputs:
+                if ti is not None and ti.is_constant and ti.data is not None:
+                    consts.setdefault(ti.index, ti.data)
         g = Graph(part, _topological(part), consts, outputs=frozenset(part.outputs))
         for n in g.order:
             for t in ctxs[n].op.inputs:
@@ -71,6 +75,13 @@ class Graph:
 
     def const(self, t: int) -> np.ndarray | None:
         return self.consts.get(t)
+
+    def need(self, t: int) -> np.ndarray:
+        """The constant t, which the op table has made sure is static (weights)."""
+        v = self.consts.get(t)
+        if v is None:
+            raise ValueError(f"tensor {t} is not constant")
+        return v
 
 
 def _topological(part: Partition) -> list[int]:
@@ -121,7 +132,13 @@ class Builder:
         self.pre: dict[int, tuple[np.ndarray, Act]] = {}
         self.pos = {n: i for i, n in enumerate(graph.order)}
 
-    def r16(self, a):
+    @overload
+    def r16(self, a: np.ndarray) -> np.ndarray: ...
+
+    @overload
+    def r16(self, a: None) -> None: ...
+
+    def r16(self, a: np.ndarray | None) -> np.ndarray | None:
         """Round float weights through float16 in fp16 mode (stored as float32 for BLAS)."""
         if a is None:
             return None
@@ -146,7 +163,11 @@ class Builder:
         r = self.g.sole_reader(t)
         return None if r is None or r in self.absorbed else r
 
-    def label(self, nodes) -> str:
+    def last(self, nodes: list[int]) -> int:
+        """The node of `nodes` that runs last: where their fused step goes."""
+        return max(nodes, key=self.pos.__getitem__)
+
+    def label(self, nodes: list[int]) -> str:
         ops = "+".join(self.g.ctx(n).op.name for n in nodes)
         return f"{ops} (node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))})"
 
@@ -168,7 +189,7 @@ class Builder:
                 if m is not None:  # x * LOGISTIC(x) (swish, SiLU) in one pass
                     self.absorbed.add(m)
                     return m, ops.swish_spec(self.label([n, m]), (n, m), ctx.op.inputs[0], self.g.ctx(m).op.outputs[0],
-                                             ctx.inputs[0].shape)
+                                             ops.tin(ctx, 0).shape)
             spec = self.single(n, ctx, op)
         if spec is None:
             spec = ops.reference_spec(self.label([n]), (n,), ctx, list(ctx.op.inputs), self.g.consts,
@@ -177,7 +198,8 @@ class Builder:
         return n, spec
 
     # -- chains -----------------------------------------------------------------------------------
-    def absorb_tail(self, t: int, act1: Act, act2: Act, after_add: bool, allow_prelu: bool = True):
+    def absorb_tail(self, t: int, act1: Act, act2: Act, after_add: bool,
+                    allow_prelu: bool = True) -> tuple[list[int], int, Act, Act]:
         """Absorb the activation nodes reading t (each its only reader): RELU-family clamps
         compose with the clamp before them; one PRELU, HARD_SWISH or LOGISTIC becomes act2.
         Returns (nodes, new tensor, act1, act2); after_add: clamps go into act2."""
@@ -224,9 +246,9 @@ class Builder:
     def fc_dims(self, n: int) -> tuple[int, int, int]:
         """(M, K, N) of a FULLY_CONNECTED or a pointwise CONV_2D seen as one."""
         ctx = self.g.ctx(n)
-        w = ctx.inputs[1]
+        w = ops.tin(ctx, 1)
         k, nn = int(np.prod(w.shape[1:])), int(w.shape[0])
-        return int(np.prod(ctx.inputs[0].shape)) // max(k, 1), k, nn
+        return int(np.prod(ops.tin(ctx, 0).shape)) // max(k, 1), k, nn
 
     def _feeds_add(self, n: int) -> bool:
         """Whether n's output goes only to an ADD (a residual the GEMM path fuses)."""
@@ -245,7 +267,7 @@ class Builder:
             g = conv.conv_geometry(ctx)
             if not (g.pointwise and g.sh == 1 and g.sw == 1 and g.dh == 1 and g.dw == 1):
                 return False
-        elif ctx.op.name != "FULLY_CONNECTED" or len(ctx.inputs[1].shape) != 2:
+        elif ctx.op.name != "FULLY_CONNECTED" or len(ops.tin(ctx, 1).shape) != 2:
             return False
         m, k, nn = self.fc_dims(n)
         return m * k * nn <= self.SMALL_FC
@@ -255,7 +277,8 @@ class Builder:
         next) with their activations as one call.
         In fp16 mode every layer stays its own step, so each output is rounded to float16."""
         g = self.g
-        layers, nodes = [], []
+        layers: list[tuple[int, int, int, np.ndarray, np.ndarray | None, tuple[Act, Act], int]] = []
+        nodes: list[int] = []
         cur = n
         while True:
             ctx = g.ctx(cur)
@@ -264,7 +287,7 @@ class Builder:
                 break
             if layers:
                 self.absorbed.add(cur)
-            w = g.const(ctx.op.inputs[1])
+            w = g.need(ctx.op.inputs[1])
             b = g.const(ctx.op.inputs[2]) if len(ctx.op.inputs) > 2 and ctx.op.inputs[2] >= 0 else None
             more, t, act, act2 = self.absorb_tail(ctx.op.outputs[0], act_of(ctx), Act(), False, allow_prelu=False)
             nodes += [cur] + more
@@ -278,7 +301,7 @@ class Builder:
         out_tid = layers[-1][6]
         r16 = self.r16
 
-        def pack():
+        def pack() -> dict[str, np.ndarray]:
             params, meta, off = [], [], 0
             for _, k, nn, w, b, (act, act2), _t in layers:
                 wt = np.ascontiguousarray(r16(w).reshape(nn, k).T).reshape(-1)
@@ -292,14 +315,14 @@ class Builder:
         width = max(nn for _, _, nn, *_ in layers)
         spec = conv.fc_chain_spec(self.label(nodes), tuple(nodes), x_tid, out_tid, m, layers[0][1], width, pack,
                                sum(l_[0] * l_[1] * l_[2] for l_ in layers))
-        return max(nodes, key=self.pos.get), spec
+        return self.last(nodes), spec
 
     def gemm_chain(self, n: int) -> tuple[int, Spec]:
         g = self.g
         ctx = g.ctx(n)
         kind = "fc" if ctx.op.name == "FULLY_CONNECTED" else "conv"
         x_tid = ctx.op.inputs[0]
-        w = g.const(ctx.op.inputs[1])
+        w = g.need(ctx.op.inputs[1])
         b = g.const(ctx.op.inputs[2]) if len(ctx.op.inputs) > 2 and ctx.op.inputs[2] >= 0 else None
         out_t = ctx.outputs[0]
         t = ctx.op.outputs[0]
@@ -318,10 +341,10 @@ class Builder:
                 pad_node = self._channel_pad_producer(other, rc.outputs[0].shape)
                 if pad_node is not None and pad_node in self.deferred:
                     res_tid = g.ctx(pad_node).op.inputs[0]
-                    cres = g.ctx(pad_node).inputs[0].shape[-1]
+                    cres = ops.tin(g.ctx(pad_node), 0).shape[-1]
                     nodes += [pad_node, r]
                     self.absorbed.add(pad_node)
-                elif tuple(g.ctx(r).inputs[rc.op.inputs.index(other)].shape) == tuple(out_t.shape):
+                elif tuple(ops.tin(g.ctx(r), rc.op.inputs.index(other)).shape) == tuple(out_t.shape):
                     res_tid, cres, full = other, c_out, True
                     nodes.append(r)
                 if res_tid is not None:
@@ -330,22 +353,25 @@ class Builder:
                     t = rc.op.outputs[0]
         more, t, act1, act2 = self.absorb_tail(t, act1, act2, after_add=res_tid is not None)
         nodes += more
+        geom: Geometry | None = None
+        pointwise_s1 = False
         if kind == "conv":
             geom = conv.conv_geometry(ctx)
             m = geom.n * geom.oh * geom.ow
             k = geom.kh * geom.kw * geom.c
+            pointwise_s1 = geom.pointwise and geom.sh == 1 and geom.sw == 1
         else:
-            geom = None
-            k = int(w.shape[1])
-            m = int(np.prod(ctx.inputs[0].shape)) // k
+            k = int(ops.tin(ctx, 1).shape[1])
+            m = int(np.prod(ops.tin(ctx, 0).shape)) // k
         alpha = act2.alpha
-        raw = (res_tid is None and act2.trivial and m > conv.SMALL_M and self._dw_takes_bias(t)
-               and (kind == "fc" or not geom.pointwise or (geom.sh == 1 and geom.sw == 1)))
-        if raw:  # the depthwise conv reading t adds the bias and clamp as it copies its input
-            self.pre[self.reader(t)] = (self.r16(b).reshape(-1) if b is not None else np.zeros(c_out, np.float32),
+        dw = self.reader(t)
+        raw = (res_tid is None and act2.trivial and m > conv.SMALL_M and self._dw_takes_bias(t) and dw is not None
+               and (geom is None or not geom.pointwise or pointwise_s1))
+        if raw and dw is not None:  # the depthwise conv reading t adds the bias and clamp as it copies its input
+            self.pre[dw] = (self.r16(b).reshape(-1) if b is not None else np.zeros(c_out, np.float32),
                                         act1)
 
-        def pack():
+        def pack() -> dict[str, np.ndarray]:
             wm = self.r16(w).reshape(w.shape[0], -1)
             p = {"w": np.ascontiguousarray(wm.T), "b": self.r16(b).reshape(-1).copy() if b is not None
                  else np.zeros(c_out, np.float32)}
@@ -354,7 +380,7 @@ class Builder:
             return p
         spec = conv.gemm_spec(self.label(nodes), tuple(nodes), x_tid, t, res_tid, kind, geom, m, k, c_out, pack,
                            act1, act2, cres, full, raw=raw)
-        return nodes[-1] if len(nodes) == 1 else max(nodes, key=self.pos.get), spec
+        return self.last(nodes), spec
 
     def _swish_mul(self, n: int) -> int | None:
         """The MUL computing x * LOGISTIC(x) from LOGISTIC node n, when x feeds only those two
@@ -370,7 +396,7 @@ class Builder:
         mc = g.ctx(m)
         if (mc.op.name != "MUL" or not is_float(mc) or sorted(mc.op.inputs[:2]) != sorted((x, s))
                 or int(mc.options.get("fused_activation_function", 0) or 0) != 0
-                or tuple(mc.outputs[0].shape) != tuple(ctx.inputs[0].shape)):
+                or tuple(mc.outputs[0].shape) != tuple(ops.tin(ctx, 0).shape)):
             return None
         return m if sorted(g.readers.get(x, [])) == sorted((n, m)) else None
 
@@ -385,7 +411,7 @@ class Builder:
         rc = self.g.ctx(r)
         if rc.op.name != "DEPTHWISE_CONV_2D" or not is_float(rc) or rc.op.inputs[0] != t:
             return False
-        if self.g.const(rc.op.inputs[1]) is None or rc.inputs[1].shape[3] != rc.inputs[0].shape[3]:
+        if self.g.const(rc.op.inputs[1]) is None or ops.tin(rc, 1).shape[3] != ops.tin(rc, 0).shape[3]:
             return False
         return not conv.dw_is_scale(conv.conv_geometry(rc))
 
@@ -408,7 +434,7 @@ class Builder:
                 out.add(n)
         return out
 
-    def _channel_pad_producer(self, t: int, want_shape) -> int | None:
+    def _channel_pad_producer(self, t: int, want_shape: Sequence[int]) -> int | None:
         """The PAD node producing t when it only appends zero channels and t has no other use."""
         g = self.g
         for n in g.order:
@@ -428,11 +454,11 @@ class Builder:
     def dw_chain(self, n: int) -> tuple[int, Spec] | None:
         g = self.g
         ctx = g.ctx(n)
-        x_t, w_t = ctx.inputs[0], ctx.inputs[1]
-        if w_t.shape[3] != x_t.shape[3]:  # depth multiplier: reference kernel
+        x_t, w_t = ops.tin(ctx, 0), ops.tin(ctx, 1)
+        w = g.const(ctx.op.inputs[1])
+        if w_t.shape[3] != x_t.shape[3] or w is None:  # depth multiplier: reference kernel
             return None
         geom = conv.conv_geometry(ctx)
-        w = g.const(ctx.op.inputs[1])
         b = g.const(ctx.op.inputs[2]) if len(ctx.op.inputs) > 2 and ctx.op.inputs[2] >= 0 else None
         more, t, act, act2 = self.absorb_tail(ctx.op.outputs[0], act_of(ctx), Act(), after_add=False)
         nodes = [n] + more
@@ -440,7 +466,7 @@ class Builder:
         pre = self.pre.get(n)
         spec = conv.dw_spec(self.label(nodes), tuple(nodes), ctx.op.inputs[0], t, geom,
                          lambda: conv.dw_pack(w, b, alpha, geom, self.r16, pre), act, act2, pre[1] if pre is not None else None)
-        return max(nodes, key=self.pos.get), spec
+        return self.last(nodes), spec
 
     # -- single nodes -----------------------------------------------------------------------------
     def single(self, n: int, ctx: NodeContext, op: str) -> Spec | None:
@@ -450,40 +476,47 @@ class Builder:
         out = ctx.op.outputs[0]
         if op in NATIVE_BINARY:
             operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins[:2]]
-            return ops.binary_spec(lab, (n,), op, operands, [ctx.inputs[0].shape, ctx.inputs[1].shape], out,
+            return ops.binary_spec(lab, (n,), op, operands, [ops.tin(ctx, 0).shape, ops.tin(ctx, 1).shape], out,
                                  ctx.outputs[0].shape, act_of(ctx))
         if ins and ins[0] in g.consts:
             return None  # a constant input: the reference kernel handles it
         if op in UNARY:
             return ops.unary_spec(lab, (n,), ctx, ins[0], out)
+        if op == "GELU" and not ctx.options.get("approximate", False):
+            return ops.gelu_spec(lab, (n,), ins[0], out, ops.tin(ctx, 0).shape)
         if op in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             o = ctx.options
-            x_shape = ctx.inputs[0].shape
+            x_shape = ops.tin(ctx, 0).shape
             glob = (op == "AVERAGE_POOL_2D" and int(o.get("filter_height", 0)) == x_shape[1]
                     and int(o.get("filter_width", 0)) == x_shape[2] and tuple(ctx.outputs[0].shape[1:3]) == (1, 1))
             if glob:
                 return ops.mean_spec(lab, (n,), ins[0], out, (1, 2), x_shape, act_of(ctx))
             return ops.pool_spec(lab, (n,), ctx, ins[0], out, act_of(ctx), op == "MAX_POOL_2D")
-        if op == "MEAN":
-            axes = tuple(sorted(int(a) % len(ctx.inputs[0].shape) for a in np.asarray(g.const(ins[1])).reshape(-1)))
-            return ops.mean_spec(lab, (n,), ins[0], out, axes, ctx.inputs[0].shape)
+        if op in REDUCE:
+            x_shape = tuple(ops.tin(ctx, 0).shape)
+            axes = tuple(sorted({int(a) % len(x_shape) for a in np.asarray(g.const(ins[1])).reshape(-1)}))
+            return ops.reduce_spec(lab, (n,), op, ins[0], out, axes, x_shape)
+        if op == "BATCH_MATMUL":
+            operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins[:2]]
+            return ops.batch_matmul_spec(lab, (n,), operands, out, bool(ctx.options.get("adj_x", False)),
+                                         bool(ctx.options.get("adj_y", False)))
         if op == "PRELU":
             alpha = g.const(ins[1])
             c = ctx.outputs[0].shape[-1] if ctx.outputs[0].shape else 1
             if alpha is not None and _channel_vector(alpha, c):
                 return ops.prelu_spec(lab, (n,), ins[0], out, self.r16(alpha).reshape(-1), ctx.outputs[0].shape)
             return None
-        if op == "SOFTMAX" and ctx.inputs[0].shape:
-            return ops.softmax_spec(lab, (n,), ins[0], out, ctx.inputs[0].shape)
+        if op == "SOFTMAX" and ops.tin(ctx, 0).shape:
+            return ops.softmax_spec(lab, (n,), ins[0], out, ops.tin(ctx, 0).shape)
         if op == "CONCATENATION":
             axis = int(ctx.options.get("axis", 0)) % len(ctx.outputs[0].shape)
             operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins]
             return ops.concat_spec(lab, (n,), operands, out, axis, act_of(ctx))
         if op == "PAD":
             return ops.pad_spec(lab, (n,), ins[0], out, np.asarray(g.const(ins[1])).reshape(-1, 2))
-        if op == "RESHAPE":
+        if op in ("RESHAPE", "EXPAND_DIMS"):
             return ops.reshape_spec(lab, (n,), ins[0], out)
-        if op == "RESIZE_BILINEAR" and ins[1] in g.consts and len(ctx.inputs[0].shape) == 4:
+        if op == "RESIZE_BILINEAR" and ins[1] in g.consts and len(ops.tin(ctx, 0).shape) == 4:
             return ops.resize_spec(lab, (n,), ctx, ins[0], out)
         return None
 

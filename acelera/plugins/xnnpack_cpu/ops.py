@@ -2,10 +2,14 @@
 step that runs anything else (quantized ops, rarely used float ops) in planned buffers."""
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 import numpy as np
 
 from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext, lookup
+from acelera.core.model import Tensor
 from acelera.plugins.xnnpack_cpu import int8_conv, int8_tables, jit
 from acelera.plugins.xnnpack_cpu.spec import (
     EMPTY,
@@ -28,21 +32,41 @@ from acelera.plugins.xnnpack_cpu.spec import (
     tile_row,
 )
 
+#: a step's node indices; a tensor shape; an operand: a planned tensor's id or a constant array
+Nodes = tuple[int, ...]
+Shape = Sequence[int]
+Operand = int | np.ndarray
+#: what Spec.build gets: tensor id -> planned buffer, its scratch and private buffers, packed weights
+Arena = Mapping[int, np.ndarray]
+Bufs = Sequence[np.ndarray]
+Packed = Mapping[str, np.ndarray]
+#: what Spec.build returns: a callable, a jit.Native call or a list of them (program.py runs them)
+Step = Any
+Recipe = Callable[[np.ndarray, np.ndarray], Any]
+
+def tin(ctx: NodeContext, i: int) -> Tensor:
+    """ctx's input i, which the op table has made sure is present."""
+    t = ctx.input(i)
+    if t is None:
+        raise ValueError(f"{ctx.op.name}: input {i} is absent")
+    return t
+
+
 # --- pooling, mean ----------------------------------------------------------------------------
 
-def pool_spec(label, nodes, ctx: NodeContext, x_tid, out_tid, act: Act, is_max: bool) -> Spec | None:
+def pool_spec(label: str, nodes: Nodes, ctx: NodeContext, x_tid: int, out_tid: int, act: Act, is_max: bool) -> Spec | None:
     """MAX/AVERAGE_POOL_2D on the numba kernel (None: use the reference kernel instead)."""
     if not jit.AVAILABLE:
         return None
     o = ctx.options
     kh, kw = int(o.get("filter_height", 1)), int(o.get("filter_width", 1))
-    g = Geometry.make(ctx.inputs[0].shape, kh, kw, int(o.get("padding", 0) or 0),
+    g = Geometry.make(tin(ctx, 0).shape, kh, kw, int(o.get("padding", 0) or 0),
                       int(o.get("stride_h", 1)), int(o.get("stride_w", 1)), 1, 1)
     if tuple(ctx.outputs[0].shape) != (g.n, g.oh, g.ow, g.c):
         return None
     lo, hi = f32c(act.lo), f32c(act.hi)
 
-    def build(a, s, _p, _k):
+    def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x = a[x_tid].reshape(g.n, g.h, g.w * g.c)
         out = a[out_tid].reshape(g.n, g.oh, g.ow * g.c)
         return jit.Native(jit.OP_POOL_MAX if is_max else jit.OP_POOL_AVG, x, out, g.c, kh, kw, g.sh, g.sw, g.pt,
@@ -50,7 +74,8 @@ def pool_spec(label, nodes, ctx: NodeContext, x_tid, out_tid, act: Act, is_max: 
     return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((g.w * g.c,), F32),))
 
 
-def mean_spec(label, nodes, x_tid, out_tid, axes: tuple[int, ...], in_shape, act: Act | None = None) -> Spec:
+def mean_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, axes: tuple[int, ...], in_shape: Shape,
+              act: Act | None = None) -> Spec:
     """Mean over `axes` (global average pooling, MEAN over [1, 2] or [2]). Sums go one axis at
     a time, as in the reference kernel: rows first, then columns (shorter float32 chains than
     one pass over H*W), then a float32 division by the count."""
@@ -61,7 +86,7 @@ def mean_spec(label, nodes, x_tid, out_tid, axes: tuple[int, ...], in_shape, act
     hw = len(in_shape) == 4 and axes == (1, 2) and count > 0
     numba_hw = hw and jit.AVAILABLE
 
-    def build(a, s, _p, _k):
+    def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x, out = a[x_tid], a[out_tid].reshape(reduced)
         if numba_hw:
             n, h, w, c = in_shape
@@ -72,12 +97,12 @@ def mean_spec(label, nodes, x_tid, out_tid, axes: tuple[int, ...], in_shape, act
         if hw:
             tmp = s[0].reshape(in_shape[0], in_shape[2], in_shape[3])
 
-            def run():
+            def run() -> None:
                 red(x, axis=1, out=tmp)
                 red(tmp, axis=1, out=out)
                 np.divide(out, cnt, out=out)
         else:
-            def run():
+            def run() -> None:
                 red(x, axis=axes, out=out)
                 np.divide(out, cnt, out=out)
         return seq(run, clamp)
@@ -85,13 +110,68 @@ def mean_spec(label, nodes, x_tid, out_tid, axes: tuple[int, ...], in_shape, act
     return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=scratch)
 
 
-def resize_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
+#: LiteRT's float REDUCE_MAX / REDUCE_MIN start from the lowest / highest finite float and keep
+#: the running value when a comparison with NaN fails: fmax / fmin from that initial value
+REDUCE_UFUNC: dict[str, tuple[np.ufunc, np.float32 | None]] = {
+    "SUM": (np.add, None), "REDUCE_MAX": (np.fmax, np.finfo(np.float32).min),
+    "REDUCE_MIN": (np.fmin, np.finfo(np.float32).max)}
+
+
+def reduce_spec(label: str, nodes: Nodes, op: str, x_tid: int, out_tid: int, axes: tuple[int, ...],
+                in_shape: Shape) -> Spec | None:
+    """MEAN, SUM, REDUCE_MAX or REDUCE_MIN over `axes` (sorted, distinct), keep_dims or not: the
+    output buffer is seen with the reduced axes dropped. None (the reference kernel) for an
+    empty input, and for MAX/MIN over every axis (the reference starts from the first element
+    there, not from the initial value)."""
+    if op == "MEAN":
+        return mean_spec(label, nodes, x_tid, out_tid, axes, in_shape)
+    ufunc, init = REDUCE_UFUNC[op]
+    if int(np.prod(in_shape)) == 0 or (init is not None and len(axes) == len(in_shape)):
+        return None
+    reduced = tuple(d for i, d in enumerate(in_shape) if i not in axes)
+    red = ufunc.reduce
+    axis: int | tuple[int, ...] = axes[0] if len(axes) == 1 else axes
+
+    def build(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
+        x, out = a[x_tid], a[out_tid].reshape(reduced)
+        if init is None:
+            def run() -> None:
+                red(x, axis=axis, out=out)
+        else:
+            def run() -> None:
+                red(x, axis=axis, out=out, initial=init)
+        return run
+    return Spec(label, nodes, (x_tid,), (out_tid,), build)
+
+
+def batch_matmul_spec(label: str, nodes: Nodes, operands: list[Operand], out_tid: int, adj_x: bool,
+                      adj_y: bool) -> Spec:
+    """BATCH_MATMUL (float32): numpy's matmul straight into the output buffer, batch dimensions
+    broadcast; adj_x / adj_y transpose the last two axes (views, no copies)."""
+    tids = tuple(o for o in operands if isinstance(o, int))
+
+    def build(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
+        x, y = (a[o] if isinstance(o, int) else np.ascontiguousarray(o, F32) for o in operands)
+        if adj_x:
+            x = x.swapaxes(-1, -2)
+        if adj_y:
+            y = y.swapaxes(-1, -2)
+        out = a[out_tid]
+        mm = np.matmul
+
+        def run() -> None:
+            mm(x, y, out=out)
+        return run
+    return Spec(label, nodes, tids, (out_tid,), build)
+
+
+def resize_spec(label: str, nodes: Nodes, ctx: NodeContext, x_tid: int, out_tid: int) -> Spec | None:
     """RESIZE_BILINEAR (float, static size) on the numba kernel; None: the reference kernel."""
     from acelera.core.kernels.resize import _float_coords
 
     if not jit.AVAILABLE:
         return None
-    n, h, w, c = ctx.inputs[0].shape
+    n, h, w, c = tin(ctx, 0).shape
     _, oh, ow, _ = ctx.outputs[0].shape
     align = bool(ctx.options.get("align_corners", False))
     half = bool(ctx.options.get("half_pixel_centers", False))
@@ -100,10 +180,10 @@ def resize_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
     ys = _float_coords(h, oh, align, half)
     xs = _float_coords(w, ow, align, half)
 
-    def arr(v):
+    def arr(v: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(v, np.int64 if v.dtype.kind in "iu" else F32)
 
-    def build(a, s, _p, _k):
+    def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         return jit.Native(jit.OP_RESIZE, a[x_tid].reshape(-1), h, w, c, a[out_tid].reshape(-1), oh, ow,
                           *[arr(v) for v in ys], *[arr(v) for v in xs], s[0])
     return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((w * c,), F32),))
@@ -117,17 +197,18 @@ BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divid
 SELECT = {"MAXIMUM": np.greater, "MINIMUM": np.less}
 
 
-def select_fn(cmp, x: np.ndarray, y: np.ndarray, out: np.ndarray, mask: np.ndarray):
+def select_fn(cmp: np.ufunc, x: np.ndarray, y: np.ndarray, out: np.ndarray,
+              mask: np.ndarray) -> Callable[[], None]:
     """out = cmp(x, y) ? x : y, with out possibly the buffer of x or of y."""
     copy, invert = np.copyto, np.logical_not
     if np.shares_memory(out, y):
-        def run_onto_y():
+        def run_onto_y() -> None:
             cmp(x, y, out=mask)
             copy(out, x, where=mask)
         return run_onto_y
     keep_x = np.shares_memory(out, x)
 
-    def run():
+    def run() -> None:
         cmp(x, y, out=mask)
         if not keep_x:
             copy(out, x)
@@ -136,7 +217,8 @@ def select_fn(cmp, x: np.ndarray, y: np.ndarray, out: np.ndarray, mask: np.ndarr
     return run
 
 
-def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: int, out_shape, act: Act) -> Spec:
+def binary_spec(label: str, nodes: Nodes, op: str, operands: list[Operand], shapes: list[Shape], out_tid: int,
+                out_shape: Shape, act: Act) -> Spec:
     """operands: [tid or constant ndarray] x 2, with their shapes; numpy broadcasts.
 
     A per-channel operand ((1, ..., 1, C) against (..., W, C)) is tiled to a whole row W*C
@@ -157,11 +239,12 @@ def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: in
         return native_binary_spec(label, nodes, op, operands, out_tid, out_shape, act, *native, same)
     rows = int(np.prod(out_shape[:-2])) if chan is not None else 0
     row = out_shape[-1] * out_shape[-2] if chan is not None else 0
-    scratch = (((row,), F32),) if chan is not None and isinstance(operands[chan], int) else ()
+    scratch: tuple[tuple[tuple[int, ...], Any], ...] = (
+        (((row,), F32),) if chan is not None and isinstance(operands[chan], int) else ())
     if op in SELECT:
         scratch += (((int(np.prod(out_shape)),), np.bool_),)
 
-    def build(a, s, _p, _k):
+    def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x, y = (a[o] if isinstance(o, int) else o for o in operands)
         out = a[out_tid]
         pre = None
@@ -177,7 +260,7 @@ def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: in
             x, y = (tile, full) if chan == 0 else (full, tile)
             out = out.reshape(rows, row)
         if op == "SQUARED_DIFFERENCE":
-            def run():
+            def run() -> None:
                 np.subtract(x, y, out=out)
                 np.multiply(out, out, out=out)
         elif op in SELECT:
@@ -185,7 +268,7 @@ def binary_spec(label, nodes, op: str, operands: list, shapes: list, out_tid: in
         else:
             f = BINARY[op]
 
-            def run():
+            def run() -> None:
                 f(x, y, out=out)
         return seq(pre, run, clamp_fn(out, act.lo, act.hi))
     return Spec(label, nodes, tids, (out_tid,), build, scratch=scratch, inplace={out_tid: same[0]} if same else {})
@@ -213,12 +296,13 @@ def _native_binary(operands: list, shapes: list, out_shape: tuple) -> tuple[int,
     return None
 
 
-def native_binary_spec(label, nodes, op: str, operands: list, out_tid: int, out_shape, act: Act, mode: int,
+def native_binary_spec(label: str, nodes: Nodes, op: str, operands: list[Operand], out_tid: int, out_shape: Shape, act: Act,
+                       mode: int,
                        c: int, same: list) -> Spec:
     tids = tuple(o for o in operands if isinstance(o, int))
     lb = c * max(1, 512 // c) if mode else 1
 
-    def build(a, s, _p, _k):
+    def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x, y = (a[o].reshape(-1) if isinstance(o, int) else np.ascontiguousarray(o, F32).reshape(-1)
                 for o in operands)
         return jit.Native(jit.OP_BINARY, x, y, a[out_tid].reshape(-1), BINARY_CODE[op], mode, f32c(act.lo),
@@ -227,14 +311,25 @@ def native_binary_spec(label, nodes, op: str, operands: list, out_tid: int, out_
                 inplace={out_tid: same[0]} if same else {})
 
 
-def _unary_recipe(op: str, ctx: NodeContext):
+UFUNC: dict[str, np.ufunc] = {
+    "ABS": np.abs, "NEG": np.negative, "SQRT": np.sqrt, "SQUARE": np.square, "FLOOR": np.floor, "CEIL": np.ceil,
+    "TANH": np.tanh, "EXP": np.exp, "LOG": np.log, "SIN": np.sin, "COS": np.cos}
+
+
+def _unary_recipe(op: str, ctx: NodeContext) -> tuple[Recipe | None, bool]:
     """fn(x, out) for elementwise float ops (the reference kernels' formulas), and whether
     out may be x itself."""
     z = F32(0)
-    if op in ("ABS", "NEG", "SQRT", "SQUARE", "FLOOR", "CEIL", "TANH"):
-        f = {"ABS": np.abs, "NEG": np.negative, "SQRT": np.sqrt, "SQUARE": np.square, "FLOOR": np.floor,
-             "CEIL": np.ceil, "TANH": np.tanh}[op]
+    if op in UFUNC:
+        f = UFUNC[op]
         return (lambda x, o: f(x, out=o)), True
+    if op == "RSQRT":  # 1 / sqrt(x) in float32, as the reference kernel
+        one = F32(1)
+
+        def rsqrt(x: np.ndarray, o: np.ndarray) -> None:
+            np.sqrt(x, out=o)
+            np.divide(one, o, out=o)
+        return rsqrt, True
     if op == "ROUND":
         return (lambda x, o: np.rint(x, out=o)), True
     if op == "RELU":
@@ -246,7 +341,7 @@ def _unary_recipe(op: str, ctx: NodeContext):
     if op == "LOGISTIC":
         one = F32(1)
 
-        def logistic(x, o):
+        def logistic(x: np.ndarray, o: np.ndarray) -> None:
             np.negative(x, out=o)
             np.exp(o, out=o)
             np.add(o, one, out=o)
@@ -255,7 +350,7 @@ def _unary_recipe(op: str, ctx: NodeContext):
     if op == "HARD_SWISH":
         three, six = F32(3), F32(6)
 
-        def hswish(x, o):
+        def hswish(x: np.ndarray, o: np.ndarray) -> None:
             np.add(x, three, out=o)
             np.clip(o, z, six, out=o)
             np.multiply(o, x, out=o)
@@ -273,22 +368,22 @@ def _unary_recipe(op: str, ctx: NodeContext):
 CLAMPS = {"RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
 
-def swish_spec(label, nodes, x_tid, out_tid, shape, swish: bool = True) -> Spec:
+def swish_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, shape: Shape, swish: bool = True) -> Spec:
     """x * LOGISTIC(x) (or LOGISTIC alone) on jit.sigmoid's vector formula, out may be x."""
-    def build(a, s, _p, _k):
+    def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         return jit.Native(jit.OP_SIGMOID, a[x_tid].reshape(-1), a[out_tid].reshape(-1), int(swish), s[0])
     return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((1024,), F32),), inplace={out_tid: x_tid})
 
 
-def unary_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
+def unary_spec(label: str, nodes: Nodes, ctx: NodeContext, x_tid: int, out_tid: int) -> Spec | None:
     kind = KIND_OF_OP.get(ctx.op.name)
-    n = int(np.prod(ctx.inputs[0].shape))
+    n = int(np.prod(tin(ctx, 0).shape))
     if jit.AVAILABLE and kind == SIGMOID:
-        return swish_spec(label, nodes, x_tid, out_tid, ctx.inputs[0].shape, swish=False)
+        return swish_spec(label, nodes, x_tid, out_tid, tin(ctx, 0).shape, swish=False)
     if jit.AVAILABLE and (kind == HSWISH or ctx.op.name in CLAMPS):  # native: one pass, no Python in between
         lo, hi = CLAMPS.get(ctx.op.name, (-INF, INF))
 
-        def build_jit(a, _s, _p, _k):
+        def build_jit(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
             x, out = a[x_tid].reshape(-1), a[out_tid].reshape(-1)
             items = [] if np.shares_memory(x, out) and lo == -INF and hi == INF else [
                 native_copy(out, [(x, [(0, 0, n, 1, n)])], lo, hi)]
@@ -300,18 +395,60 @@ def unary_spec(label, nodes, ctx: NodeContext, x_tid, out_tid) -> Spec | None:
     if recipe is None:
         return None
 
-    def build(a, _s, _p, _k):
+    def build(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x, out = a[x_tid], a[out_tid]
         return lambda: recipe(x, out)
     return Spec(label, nodes, (x_tid,), (out_tid,), build, inplace={out_tid: x_tid} if inplace_ok else {})
 
 
-def prelu_spec(label, nodes, x_tid, out_tid, alpha: np.ndarray, shape) -> Spec:
+#: erfc by Abramowitz & Stegun 7.1.26, the float32 formula of acelera's reference GELU
+#: (core/kernels/gelu.py): same operations in the same order, so the same float32 results
+_AS_P = F32(0.3275911)
+_AS_A1 = F32(1.061405429)
+_AS_COEFFS = tuple(F32(c) for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592))
+_SQRT1_2 = F32(np.sqrt(0.5))
+
+
+def gelu_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, shape: Shape) -> Spec:
+    """GELU (exact form, float32): 0.5 x erfc(-x / sqrt 2) as max(x, 0) - 0.5 |x| erfc(|x| / sqrt 2),
+    in place on three scratch buffers instead of the reference kernel's temporaries."""
+    size = int(np.prod(shape))
+    one, half = F32(1), F32(-0.5)
+    zero = F32(0)
+
+    def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
+        x, p = a[x_tid].reshape(-1), a[out_tid].reshape(-1)
+        ax, z, t = s[0], s[1], s[2]
+        mul, add = np.multiply, np.add
+
+        def run() -> None:
+            np.abs(x, out=ax)
+            mul(ax, _SQRT1_2, out=z)
+            mul(z, _AS_P, out=t)
+            add(t, one, out=t)
+            np.reciprocal(t, out=t)
+            mul(t, _AS_A1, out=p)
+            for c in _AS_COEFFS:
+                add(p, c, out=p)
+                mul(p, t, out=p)
+            np.square(z, out=z)
+            np.negative(z, out=z)
+            np.exp(z, out=z)
+            mul(p, z, out=p)
+            mul(p, ax, out=p)
+            mul(p, half, out=p)
+            np.maximum(x, zero, out=z)
+            add(p, z, out=p)
+        return run
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=(((size,), F32),) * 3)
+
+
+def prelu_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, alpha: np.ndarray, shape: Shape) -> Spec:
     c = shape[-1]
     m = int(np.prod(shape[:-1]))
     scratch = () if jit.AVAILABLE else ((tuple(shape), F32),)
 
-    def build(a, s, _p, p):
+    def build(a: Arena, s: Bufs, _p: Bufs, p: Packed) -> Step:
         x, out = a[x_tid], a[out_tid]
         al = p["alpha"]
         if jit.AVAILABLE:
@@ -329,17 +466,17 @@ def prelu_spec(label, nodes, x_tid, out_tid, alpha: np.ndarray, shape) -> Spec:
                 scratch=scratch, inplace={out_tid: x_tid})
 
 
-def softmax_spec(label, nodes, x_tid, out_tid, shape) -> Spec:
+def softmax_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, shape: Shape) -> Spec:
     rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
     n = shape[-1] if shape else 1
 
-    def build(a, s, _p, _k):
+    def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x, out = a[x_tid].reshape(rows, n), a[out_tid].reshape(rows, n)
         if jit.AVAILABLE and n * rows <= 1 << 14:  # small: one call (numba's exp is scalar)
             return jit.Native(jit.OP_SOFTMAX, x, out)
         mx, sm = s[0], s[1]
 
-        def run():
+        def run() -> None:
             np.max(x, axis=1, keepdims=True, out=mx)
             np.subtract(x, mx, out=out)
             np.exp(out, out=out)
@@ -350,10 +487,10 @@ def softmax_spec(label, nodes, x_tid, out_tid, shape) -> Spec:
                 inplace={out_tid: x_tid})
 
 
-def concat_spec(label, nodes, operands: list, out_tid: int, axis: int, act: Act) -> Spec:
+def concat_spec(label: str, nodes: Nodes, operands: list[Operand], out_tid: int, axis: int, act: Act) -> Spec:
     tids = tuple(o for o in operands if isinstance(o, int))
 
-    def build(a, _s, _p, _k):
+    def build(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
         parts = [a[o] if isinstance(o, int) else o for o in operands]
         out = a[out_tid]
         if jit.AVAILABLE and out.dtype == F32 and all(np.asarray(p).dtype == F32 for p in parts):
@@ -372,9 +509,9 @@ def concat_spec(label, nodes, operands: list, out_tid: int, axis: int, act: Act)
     return Spec(label, nodes, tids, (out_tid,), build, float_io=False)
 
 
-def pad_spec(label, nodes, x_tid, out_tid, paddings: np.ndarray) -> Spec:
+def pad_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, paddings: np.ndarray) -> Spec:
     """PAD into a private zeroed buffer: only the interior is written per call."""
-    def build(a, _s, _p, _k):
+    def build(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x, out = a[x_tid], a[out_tid]
         if jit.AVAILABLE and x.dtype == F32 and out.dtype == F32:
             groups = block_copies(x.shape, out.shape, [int(b) for b, _ in paddings])
@@ -386,13 +523,13 @@ def pad_spec(label, nodes, x_tid, out_tid, paddings: np.ndarray) -> Spec:
     return Spec(label, nodes, (x_tid,), (out_tid,), build, private_out=True, float_io=False)
 
 
-def reshape_spec(label, nodes, x_tid, out_tid) -> Spec:
+def reshape_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int) -> Spec:
     return Spec(label, nodes, (x_tid,), (out_tid,), None, alias=True)
 
 
 # --- anything else: the reference kernel ------------------------------------------------------
 
-def reference_spec(label, nodes, ctx: NodeContext, tids: list, consts: dict[int, np.ndarray],
+def reference_spec(label: str, nodes: Nodes, ctx: NodeContext, tids: list[int], consts: dict[int, np.ndarray],
                    float_io: bool) -> Spec:
     """Run the node on its reference kernel, results copied into the planned buffers. Used for
     quantized ops (the reference kernels are bit-exact) and rarely used float ops. Quantized
@@ -413,18 +550,18 @@ def reference_spec(label, nodes, ctx: NodeContext, tids: list, consts: dict[int,
     reads = tuple(t for t in ins_all if t >= 0 and t not in consts)
     outs = tuple(ctx.op.outputs)
 
-    def build(a, _s, _p, _k):
+    def build(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
         args = [None if t < 0 else (consts[t] if t in consts else a[t]) for t in ins_all]
         dsts = [a[t] for t in outs]
         if len(dsts) == 1:
             d = dsts[0]
 
-            def run1():
+            def run1() -> None:
                 r = fn(*args)
                 np.copyto(d, r[0] if isinstance(r, (tuple, list)) else r, casting="unsafe")
             return run1
 
-        def run():
+        def run() -> None:
             for d, r in zip(dsts, fn(*args)):
                 np.copyto(d, r, casting="unsafe")
         return run

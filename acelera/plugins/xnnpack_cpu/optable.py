@@ -6,10 +6,14 @@ fp16-weights aware: the partitioner shows it those constants), as in XNNPACK.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from acelera.core.delegate import Constraint, OpSupport, OpTable, data_type
 from acelera.core.kernels.registry import NodeContext
+from acelera.core.model import Tensor
 
 FLOAT = frozenset({"FLOAT32"})
 QS8 = frozenset({"INT8"})
@@ -31,14 +35,17 @@ def static_value(node: NodeContext, i: int) -> np.ndarray | None:
     return None if t is None else t.data
 
 
-def opt(node: NodeContext, name: str, default=0):
+def opt(node: NodeContext, name: str, default: Any = 0) -> Any:
     v = node.options.get(name, default)
     return default if v is None else v
 
 
 # --- constraint factories -----------------------------------------------------------------------
 
-def C(description: str, check) -> Constraint:
+Check = Callable[[NodeContext], bool]
+
+
+def C(description: str, check: Check) -> Constraint:
     return Constraint(description, check)
 
 
@@ -75,7 +82,7 @@ def _is_q8(n: NodeContext) -> bool:
     return data_type(n) == "INT8"
 
 
-def _per_tensor(t) -> bool:
+def _per_tensor(t: Tensor) -> bool:
     return t.quantization.is_set and t.quantization.scale.size == 1
 
 
@@ -90,7 +97,7 @@ def _q8_activations(n: NodeContext) -> bool:
 Q8_ACTS = C("INT8: every activation tensor must be INT8 with per-tensor quantization", _q8_activations)
 
 
-def _filter_matches(x, w) -> bool:
+def _filter_matches(x: Tensor | None, w: Tensor | None) -> bool:
     if x is None or w is None:
         return False
     if x.type_name == "FLOAT32":
@@ -111,11 +118,13 @@ NO_HYBRID = C("filter type must match the input (FLOAT32 or static FLOAT16 filte
               "for INT8: dynamic-range quantization is not supported)", _same_filter_type)
 
 
-def _q8_filter(axis: int):
+def _q8_filter(axis: int) -> Check:
     def check(n: NodeContext) -> bool:
         if not _is_q8(n):
             return True
         w, b = n.input(1), n.input(2)
+        if w is None:
+            return False
         q = w.quantization
         if not q.is_set or np.any(np.asarray(q.zero_point) != 0):
             return False
@@ -132,12 +141,38 @@ def q8_filter(axis: int, axis_name: str) -> Constraint:
              f"{axis_name} dimension, bias INT32", _q8_filter(axis))
 
 
-def _mean_axes(n: NodeContext) -> bool:
+def _reduce_axes(n: NodeContext) -> bool:
+    """XNNPACK's VisitReduceNode: INT32 axes, at least one, each within the input's rank, and
+    not the ill-defined reduction of a scalar."""
     x, a = n.input(0), n.input(1)
-    if x is None or len(x.shape) != 4 or a is None or a.data is None:
+    if x is None or a is None or a.data is None or a.type_name != "INT32":
         return False
-    axes = [int(v) % 4 for v in np.asarray(a.data).reshape(-1)]
-    return axes in ([1, 2], [2, 1], [2])
+    axes = np.asarray(a.data).reshape(-1)
+    rank = len(x.shape)
+    return 0 < axes.size <= 6 and rank > 0 and bool(np.all((axes >= -rank) & (axes < rank)))
+
+
+def _fc_not_sparse(n: NodeContext) -> bool:
+    return n.version != 8
+
+
+def _fc_filter_2d(n: NodeContext) -> bool:
+    w = n.input(1)
+    return w is not None and len(w.shape) == 2
+
+
+def _bmm_operands(n: NodeContext) -> bool:
+    a, b = n.input(0), n.input(1)
+    return (a is not None and b is not None and len(a.shape) >= 2 and len(b.shape) >= 2
+            and a.type_name == b.type_name == "FLOAT32")
+
+
+def _expand_axis(n: NodeContext) -> bool:
+    x, a = n.input(0), n.input(1)
+    if x is None or a is None or a.data is None or a.type_name not in ("INT32", "INT64"):
+        return False
+    axis = np.asarray(a.data).reshape(-1)
+    return axis.size == 1 and -len(x.shape) - 1 <= int(axis[0]) <= len(x.shape)
 
 
 def _pad_ok(n: NodeContext) -> bool:
@@ -182,6 +217,8 @@ def _leaky_q8(n: NodeContext) -> bool:
     if not _is_q8(n):
         return True
     x, y = n.input(0), n.outputs[0]
+    if x is None:
+        return False
     ratio = float(x.quantization.scale[0]) / float(y.quantization.scale[0])
     slope = float(opt(n, "alpha", 0.2)) * ratio
     return (1 / 256 <= ratio <= 128 and
@@ -190,7 +227,7 @@ def _leaky_q8(n: NodeContext) -> bool:
 
 def _quantize_rules(n: NodeContext) -> bool:
     x, y = n.input(0), n.outputs[0]
-    if y.type_name != "INT8" or not _per_tensor(y):
+    if x is None or y.type_name != "INT8" or not _per_tensor(y):
         return False
     if x.type_name == "FLOAT32":
         return True
@@ -202,7 +239,7 @@ def _quantize_rules(n: NodeContext) -> bool:
 
 def _dequantize_rules(n: NodeContext) -> bool:
     x, y = n.input(0), n.outputs[0]
-    return x.type_name == "INT8" and _per_tensor(x) and y.type_name == "FLOAT32"
+    return x is not None and x.type_name == "INT8" and _per_tensor(x) and y.type_name == "FLOAT32"
 
 
 def _block_size(n: NodeContext) -> bool:
@@ -213,6 +250,15 @@ def _softmax_beta(n: NodeContext) -> bool:
     return float(np.float32(opt(n, "beta", 1.0))) == 1.0
 
 
+def _softmax_q8_output(n: NodeContext) -> bool:
+    """INT8 SOFTMAX: LiteRT's kernel wants the output scale 1/256 and zero point -128."""
+    if not _is_q8(n):
+        return True
+    q = n.outputs[0].quantization
+    return (abs(float(q.scale[0]) - 1 / 256) <= 0.001 * 1 / 256
+            and int(np.asarray(q.zero_point).reshape(-1)[0]) == -128)
+
+
 def _split_outputs(n: NodeContext) -> bool:
     return 2 <= len(n.outputs) <= 4
 
@@ -221,33 +267,49 @@ def _split_outputs(n: NodeContext) -> bool:
 
 CONV_RULES = (NO_HYBRID, present(2, "bias"), static_input(1, "filter"), static_input(2, "bias"), FUSED_ACT)
 
-ROWS: list[tuple[str, int, frozenset, tuple]] = [
-    # (op, max version, data types, constraints)
-    *[(op, 1, FLOAT, ()) for op in ("ABS", "CEIL", "FLOOR", "HARD_SWISH", "NEG", "RELU", "RELU6",
+ROWS: list[tuple[str, int, frozenset[str], tuple[Constraint, ...]]] = [
+    # (op, max version, data types, constraints). Versions past the first mostly add data types
+    # (int16, int4, ...) that the dtype column already refuses.
+    *[(op, 1, FLOAT, ()) for op in ("CEIL", "FLOOR", "HARD_SWISH", "NEG", "RELU", "RELU6",
                                     "RELU_N1_TO_1", "ROUND", "SQRT", "SQUARE")],
+    ("ABS", 5, FLOAT, ()),
+    *[(op, 2, FLOAT, ()) for op in ("EXP", "LOG", "SIN", "COS")],
+    ("RSQRT", 3, FLOAT, ()),
+    ("GELU", 3, FLOAT, ()),
     ("ELU", 1, BOTH, ()),
     ("LEAKY_RELU", 2, BOTH, (C("INT8: input/output scale ratio must be in [1/256, 128] and slope x ratio in "
                                "[-127.99609375, -1/256] or [1/256, 128]", _leaky_q8),)),
     ("LOGISTIC", 2, BOTH, ()),
     ("TANH", 2, BOTH, ()),
-    ("MAXIMUM", 1, FLOAT, ()),
-    ("MINIMUM", 1, FLOAT, ()),
-    ("SQUARED_DIFFERENCE", 1, FLOAT, ()),
-    ("ADD", 2, BOTH, (n_inputs(2, 2), FUSED_ACT)),
-    ("SUB", 2, BOTH, (FUSED_ACT,)),
-    ("MUL", 2, BOTH, (FUSED_ACT,)),
-    ("DIV", 1, FLOAT, (FUSED_ACT,)),
-    ("AVERAGE_POOL_2D", 1, FLOAT, (C("1x1 pooling with a stride other than 1 is not supported", _pool_1x1), FUSED_ACT)),
+    ("MAXIMUM", 4, FLOAT, ()),
+    ("MINIMUM", 4, FLOAT, ()),
+    ("SQUARED_DIFFERENCE", 2, FLOAT, ()),
+    ("ADD", 5, BOTH, (n_inputs(2, 2), FUSED_ACT)),
+    ("SUB", 5, BOTH, (FUSED_ACT,)),
+    ("MUL", 7, BOTH, (FUSED_ACT,)),
+    ("DIV", 2, FLOAT, (FUSED_ACT,)),
+    # INT8 AVERAGE_POOL_2D and SOFTMAX: LiteRT's XNNPACK takes them in float only; xnnpack-cpu runs
+    # the int8 ones on the reference kernels inside the partition (bit-exact, no graph split)
+    ("AVERAGE_POOL_2D", 2, BOTH, (C("1x1 pooling with a stride other than 1 is not supported", _pool_1x1),
+                                  FUSED_ACT)),
     ("MAX_POOL_2D", 2, BOTH, (C("1x1 pooling with a stride other than 1 is not supported", _pool_1x1), FUSED_ACT)),
     ("CONCATENATION", 2, BOTH, (n_inputs(2, 4), FUSED_ACT)),
     ("CONV_2D", 3, BOTH, CONV_RULES + (q8_filter(0, "output-channel"),)),
     ("DEPTHWISE_CONV_2D", 3, BOTH, CONV_RULES + (q8_filter(3, "channel (last)"),)),
     ("DEPTH_TO_SPACE", 2, BOTH, (C("block size must be greater than 1", _block_size),)),
     ("SPACE_TO_DEPTH", 2, BOTH, (C("block size must be greater than 1", _block_size),)),
-    ("FULLY_CONNECTED", 4, BOTH, (NO_HYBRID, static_input(1, "filter"), static_input(2, "bias", optional=True),
-                                  FUSED_ACT, q8_filter(0, "output-channel"))),
-    ("MEAN", 2, BOTH, (static_input(1, "axes"),
-                       C("input must be 4D and the axes [1, 2], [2, 1] or [2]", _mean_axes))),
+    ("FULLY_CONNECTED", 14, BOTH, (C("version 8 (sparse weights) is not supported", _fc_not_sparse),
+                                   C("filter must be 2-D", _fc_filter_2d), NO_HYBRID,
+                                   static_input(1, "filter"), static_input(2, "bias", optional=True),
+                                   FUSED_ACT, q8_filter(0, "output-channel"))),
+    ("BATCH_MATMUL", 4, FLOAT, (C("both operands must be FLOAT32 and at least 2-D (no dynamic-range "
+                                  "quantization)", _bmm_operands),)),
+    *[(op, v, BOTH, (static_input(1, "axes"),
+                     C("axes must be INT32, 1 to 6 of them, each within the input's rank (no empty or "
+                       "scalar reduction)", _reduce_axes)))
+      for op, v in (("MEAN", 3), ("SUM", 2), ("REDUCE_MAX", 3), ("REDUCE_MIN", 3))],
+    ("EXPAND_DIMS", 1, BOTH, (static_input(1, "axis"),
+                              C("axis must be one INT32/INT64 value in [-rank-1, rank]", _expand_axis))),
     ("PAD", 2, BOTH, (static_input(1, "paddings"), C("paddings must be non-negative", _pad_ok))),
     ("PRELU", 1, FLOAT, (static_input(1, "slope"),
                          C("slope must be 1-D or have only its channel (last) dimension different from 1",
@@ -255,13 +317,14 @@ ROWS: list[tuple[str, int, frozenset, tuple]] = [
     ("RESHAPE", 1, BOTH, (C("the new shape must be static or given in the options", _reshape_static),)),
     ("RESIZE_BILINEAR", 3, BOTH, (C("input must be 4D and the output size static", _resize_ok),)),
     ("SLICE", 2, BOTH, (static_input(1, "begin"), static_input(2, "size"))),
-    ("SOFTMAX", 1, FLOAT, (C("beta must be 1.0", _softmax_beta),)),
+    ("SOFTMAX", 2, BOTH, (C("beta must be 1.0", _softmax_beta),
+                          C("INT8: output scale must be 1/256 and zero point -128", _softmax_q8_output))),
     ("SPLIT", 2, BOTH, (static_input(0, "axis"), C("needs 2 to 4 outputs", _split_outputs))),
-    ("STRIDED_SLICE", 1, FLOAT, (static_input(1, "begin"), static_input(2, "end"), static_input(3, "strides"),
-                                 C("strides must all be 1 and the ellipsis, new-axis and shrink-axis masks 0",
-                                   _strided_slice))),
+    ("STRIDED_SLICE", 8, BOTH, (static_input(1, "begin"), static_input(2, "end"), static_input(3, "strides"),
+                                C("strides must all be 1 and the ellipsis, new-axis and shrink-axis masks 0",
+                                  _strided_slice))),
     ("TRANSPOSE", 2, BOTH, (static_input(1, "permutation"),)),
-    ("TRANSPOSE_CONV", 3, BOTH, (static_input(0, "output size"), NO_HYBRID_TC, static_input(1, "filter"),
+    ("TRANSPOSE_CONV", 4, BOTH, (static_input(0, "output size"), NO_HYBRID_TC, static_input(1, "filter"),
                                  static_input(3, "bias", optional=True), FUSED_ACT)),
     ("DEQUANTIZE", 2, QS8, (C("input must be INT8 with per-tensor quantization and the output FLOAT32",
                               _dequantize_rules),)),
@@ -272,14 +335,20 @@ ROWS: list[tuple[str, int, frozenset, tuple]] = [
 CONVERSIONS = ("QUANTIZE", "DEQUANTIZE")  # change the type on purpose: no common type rules
 
 
-def common(op: str, dtypes: frozenset) -> tuple[Constraint, ...]:
+def common(op: str, dtypes: frozenset[str]) -> tuple[Constraint, ...]:
     if op in CONVERSIONS:
         return ()
     return (FLOAT_OUT,) + ((Q8_ACTS,) if "INT8" in dtypes else ())
 
 
+#: ops whose data type is not their first non-constant input's (TRANSPOSE_CONV: input 0 is the
+#: INT32 output shape, the activations are input 2)
+DATA_INPUT = {"TRANSPOSE_CONV": 2}
+
+
 def op_table() -> OpTable:
-    return OpTable.of([OpSupport(op, v, dt, tuple(cs) + common(op, dt)) for op, v, dt, cs in ROWS], "xnnpack-cpu")
+    return OpTable.of([OpSupport(op, v, dt, tuple(cs) + common(op, dt), data_input=DATA_INPUT.get(op))
+                       for op, v, dt, cs in ROWS], "xnnpack-cpu")
 
 
 TABLE = op_table()
