@@ -71,7 +71,7 @@ class Compiled:
             at = tuple(p for p, t in enumerate(step.inputs) if t >= 0 and t in varying)
             self.guard_at.append(at)
             self.guards.append(self._guard(step, at))
-            may_change = bool(at) or step.fn is unprepared or _output_shape_varies(ex, step, fixed)
+            may_change = bool(at) or step.fn is unprepared or output_shape_varies(ex, step, fixed)
             self.checked.append(may_change)
             if may_change:
                 varying.update(step.outputs)
@@ -179,7 +179,7 @@ def entry(step: Step, k: int) -> tuple:
     return (fn, True, _with_absent(ins), t, k)
 
 
-def _output_shape_varies(ex: Executor, step: Step, fixed: set[int]) -> bool:
+def output_shape_varies(ex: Executor, step: Step, fixed: set[int]) -> bool:
     """Whether step's output shapes may change while its input shapes stay the same."""
     if step.delegate is not None or len(step.nodes) != 1:
         return True

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from acelera.core import fpstate, memory
-from acelera.core.compiled_plan import _ND, COMPILE_AFTER, Compiled, Unprepared
+from acelera.core.compiled_plan import _ND, COMPILE_AFTER, Compiled, Unprepared, output_shape_varies
 from acelera.core.errors import AceleraError, KernelError, ModelError, UnsupportedOpError  # noqa: F401 (KernelError re-exported)
-from acelera.core.kernels.registry import NodeContext, lookup, shape_pass
+from acelera.core.kernels.registry import NodeContext, lookup, registered, shape_pass
 from acelera.core.model import Subgraph, Tensor
 from acelera.core.plan_step import (  # noqa: F401 (Step, node_label, DATA_DEPENDENT_SHAPES re-exported)
     DATA_DEPENDENT_SHAPES,
     MAX_PREPARED_STEPS,
+    NEVER_FOLDED,
     Step,
     node_label,
     unprepared,
@@ -38,7 +39,9 @@ from acelera.core.plan_step import (  # noqa: F401 (Step, node_label, DATA_DEPEN
 if TYPE_CHECKING:
     from acelera.core.partition import DelegationReport
 
-FOLDABLE = frozenset({"DEQUANTIZE", "DENSIFY"})
+FOLDABLE = frozenset({"DEQUANTIZE", "DENSIFY"})  # folded whatever their output size (weights)
+MAX_FOLDED_BYTES = 64 << 10  # other constant expressions with larger outputs stay run-time nodes
+_UNFOLDABLE_TYPES = frozenset({"STRING", "RESOURCE", "VARIANT"})
 
 
 _malloc_tuned = False
@@ -97,7 +100,8 @@ class Executor:
         self._prepared: dict[tuple, Step] = {}  # (node, input shapes) -> step prepared at invoke
         self._check_all = False  # the next run checks every step's input shapes
         self.plan_ready = False
-        self.folded: set[int] = set()
+        self.folded: set[int] = set()  # tensors computed once at prepare (see prepare)
+        self.folded_nodes: list[int] = []  # the nodes that computed them, in execution order
         self.deferred: set[int] = set()  # nodes prepared at invoke (downstream of dynamic shapes)
         self._failed: Step | None = None
         self.report: DelegationReport | None = None  # set by partition.apply_delegates
@@ -115,8 +119,11 @@ class Executor:
 
     # --- tensors -------------------------------------------------------------------------
     def tensor(self, i: int) -> Tensor:
-        """The IR tensor with its current shape."""
+        """The IR tensor with its current shape; a folded tensor (see `prepare`) is shown as a
+        constant holding its folded value."""
         t = self.sg.tensors[i]
+        if i in self.folded:
+            return dataclasses.replace(t, shape=self.shapes[i], data=self.values[i])
         return t if t.shape == self.shapes[i] else dataclasses.replace(t, shape=self.shapes[i])
 
     def node_context(self, i: int) -> NodeContext:
@@ -158,10 +165,18 @@ class Executor:
         ...) that cannot be prepared on the placeholder shapes is deferred: it is prepared at
         invoke, when real values have fixed its input shapes, as LiteRT's dynamic tensors are.
 
+        Folding: a node whose outputs are fixed once the plan is made runs here, once, on real
+        values, and leaves the plan (see `_foldable`): DEQUANTIZE/DENSIFY of constant weights,
+        any other deterministic op on constant or folded inputs with outputs of at most
+        MAX_FOLDED_BYTES, and SHAPE/RANK of a tensor whose shape does not depend on input
+        values. Folded values are read-only and shown to later kernels and delegates as
+        constants (`tensor`); every prepare (allocate_tensors after a resize) folds again.
+
         With a memory budget (the runtime's max_memory_bytes) every step is checked against it
         before its kernel runs, at the shapes the pass has computed so far (memory.StepBudget): a
         MemoryBudgetError, never deferred, instead of a kernel allocating past it."""
         self.folded = set()
+        self.folded_nodes = []
         self.deferred = set()
         self._prepared = {}
         self._check_all = False
@@ -172,19 +187,31 @@ class Executor:
         budget = getattr(self.runtime, "max_memory_bytes", None)  # set by the interpreter at allocate
         self._budget = memory.StepBudget(self.sg, self.shapes, budget) if budget else None
         tainted: set[int] = set()  # tensors whose shape may change with input values
+        # tensors whose shape may differ at invoke from the one the plan records (a called
+        # subgraph's inputs change shape without a new prepare): never folded through SHAPE
+        varying: set[int] = set(self.sg.inputs) if self._is_callee() else set()
+        fixed = {t.index for t in self.sg.tensors if t.is_constant and not t.is_variable}
         for i in self.sg.execution_order:
             op = self.sg.operators[i]
             dynamic_in = any(t in tainted for t in op.inputs)
+            step = None
             try:
-                self._shape_pass(self.reference_step(i))
+                step = self.reference_step(i)
+                self._shape_pass(step, self._foldable(i, fixed, varying))
             except (UnsupportedOpError, memory.MemoryBudgetError):
                 raise
             except AceleraError:
                 if not dynamic_in:
                     raise
                 self._defer(i)
+            if self.folded_nodes and self.folded_nodes[-1] == i:
+                fixed.update(op.outputs)
+                continue
             if dynamic_in or op.op in DATA_DEPENDENT_SHAPES or i in self.deferred:
                 tainted.update(op.outputs)
+            if (step is None or i in self.deferred or not varying.isdisjoint(op.inputs)
+                    or output_shape_varies(self, step, fixed)):
+                varying.update(op.outputs)
         self._budget = None
         for t in self.sg.inputs:
             current = self.values[t]
@@ -193,6 +220,32 @@ class Executor:
         self.reset_variables()
         self._compiled = None
         self.plan_ready = True
+
+    def _is_callee(self) -> bool:
+        """Whether this executor runs a subgraph that control flow calls (ModelRuntime.callee)."""
+        callees = getattr(self.runtime, "_callees", None)
+        return isinstance(callees, dict) and callees.get(self.sg.index) is self
+
+    def _foldable(self, i: int, fixed: set[int], varying: set[int]) -> bool:
+        """Whether node i's outputs are fixed once the plan is made, so that it may be folded:
+        a deterministic, stateless reference kernel (not a user's resolver's) over `fixed`
+        (constant or folded) inputs, or SHAPE/RANK of a tensor whose shape is not `varying`."""
+        op = self.sg.operators[i]
+        if op.op in NEVER_FOLDED or not op.outputs or not any(t >= 0 for t in op.inputs):
+            return False
+        tensors = self.sg.tensors
+        if any(tensors[t].is_variable or tensors[t].type_name in _UNFOLDABLE_TYPES for t in op.outputs):
+            return False
+        if op.op in ("SHAPE", "RANK"):
+            x = op.inputs[0]
+            if x < 0 or x in varying:
+                return False
+        elif not all(t < 0 or t in fixed for t in op.inputs):
+            return False
+        resolver = getattr(self.runtime, "resolver", None)
+        if resolver is not None and resolver(op) is not None:
+            return False
+        return op.op in registered()  # CUSTOM ops never fold
 
     def _defer(self, i: int) -> None:
         """Leave node i to be prepared at invoke; its outputs keep their declared shapes."""
@@ -216,10 +269,13 @@ class Executor:
                 zero = int(t.quantization.zero_point[0]) if t.quantized and t.type_name == "INT8" else 0
                 self.values[t.index] = np.full(self.shapes[t.index], zero, t.dtype)
 
-    def _shape_pass(self, step: Step) -> None:
-        """Run `step` once on current values (zeros for graph inputs) to learn output shapes."""
+    def _shape_pass(self, step: Step, foldable: bool = False) -> None:
+        """Run `step` once on current values (zeros for graph inputs) to learn output shapes.
+        A `foldable` step (see `_foldable`) runs on its real, fixed inputs outside the shape pass
+        and is folded: left out of the plan, its outputs kept read-only (unless they are larger
+        than MAX_FOLDED_BYTES, or its kernel fails on them: then it stays a run-time node, and
+        fails at invoke as it would without folding)."""
         args: list[np.ndarray | None] = []
-        all_const = True
         for t in step.inputs:
             if t < 0:
                 args.append(None)
@@ -227,27 +283,38 @@ class Executor:
             v = self.values[t]
             if v is None:
                 v = np.zeros(self.shapes[t], self.sg.tensors[t].dtype)
-            if not (self.sg.tensors[t].is_constant or t in self.folded):
-                all_const = False
             args.append(v)
         budget = getattr(self, "_budget", None)
         if budget is not None and len(step.nodes) == 1:  # before the kernel allocates its outputs
             budget.before(self.sg.operators[step.nodes[0]], self.shapes, step.label)
-        with np.errstate(all="ignore"), shape_pass():
-            outs = self._call(step, args)
+        outs = None
+        if foldable:
+            try:
+                with np.errstate(all="ignore"):
+                    outs = self._call(step, args)
+            except AceleraError:
+                foldable = False
+        if outs is None:
+            with np.errstate(all="ignore"), shape_pass():
+                outs = self._call(step, args)
         for t, v in zip(step.outputs, outs):
             declared = self.sg.tensors[t]
             if v.dtype != declared.dtype:
                 raise KernelError(f"{step.label}: kernel produced {v.dtype} for tensor {t} "
                                   f"but the model declares {declared.type_name}")
+        if foldable and self.sg.operators[step.nodes[0]].op not in FOLDABLE:
+            foldable = sum(v.nbytes for v in outs) <= MAX_FOLDED_BYTES
+        for t, v in zip(step.outputs, outs):
+            if foldable and v.flags.writeable:
+                v = v.view()  # the kernel may keep (and later write) the array it returned
+                v.flags.writeable = False
             self.shapes[t] = tuple(v.shape)
             self.values[t] = v
         if budget is not None:
             budget.after(step.outputs, self.shapes, step.label)
-        fold = (all_const and len(step.nodes) == 1 and step.delegate is None
-                and self.sg.operators[step.nodes[0]].op in FOLDABLE)
-        if fold:
+        if foldable:
             self.folded.update(step.outputs)
+            self.folded_nodes.append(step.nodes[0])
         else:
             self.plan.append(step)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from acelera.core.delegate import Delegate, Partition, Support
 from acelera.core.errors import AceleraError
-from acelera.core.executor import DATA_DEPENDENT_SHAPES, Executor, Step
+from acelera.core.executor import DATA_DEPENDENT_SHAPES, FOLDABLE, Executor, Step
 from acelera.core.kernels.registry import shape_pass
 
 
@@ -256,8 +256,9 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
     """
     ex.prepare()
     report = DelegationReport(delegates=[d.name for d in delegates])
-    folded_nodes = tuple(i for i, op in enumerate(ex.sg.operators) if set(op.outputs) <= ex.folded)
-    report.folded = folded_nodes
+    report.folded = tuple(sorted(ex.folded_nodes))
+    # the folded weight nodes (fp16 DEQUANTIZE, DENSIFY) an fp16-aware delegate counts as its own
+    weight_nodes = tuple(n for n in report.folded if ex.sg.operators[n].op in FOLDABLE)
     units = [Unit(s.nodes, tuple(sorted({t for t in s.inputs if t >= 0})), s.outputs, s) for s in ex.plan]
     for d in delegates:
         fp16 = fp16_weight_sources(ex) if d.fp16_weights_aware else None
@@ -304,7 +305,7 @@ def apply_delegates(ex: Executor, delegates: Sequence[Delegate], require_full_de
                 report.node_delegate[n] = d.name
             report.partitions.append((d.name, part))
         if d.fp16_weights_aware and full and not report.failures:
-            for n in folded_nodes:
+            for n in weight_nodes:
                 report.node_delegate.setdefault(n, d.name)
         if replaced:
             new_units, seen = [], set()

@@ -41,6 +41,17 @@ DATA_DEPENDENT_SHAPES = frozenset({
 })
 
 
+# Ops never folded at prepare even when every input is constant: state (variables, hashtables,
+# stateful sequence ops), randomness, control flow and custom code (Executor._foldable).
+NEVER_FOLDED = frozenset({
+    "RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL", "STABLEHLO_RNG_BIT_GENERATOR",
+    "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "HASHTABLE", "HASHTABLE_FIND",
+    "HASHTABLE_IMPORT", "HASHTABLE_SIZE", "CALL_ONCE", "WHILE", "IF", "CALL",
+    "STABLEHLO_WHILE", "STABLEHLO_CASE", "STABLEHLO_COMPOSITE", "STABLEHLO_CUSTOM_CALL", "CUSTOM",
+    "DELEGATE", "SVDF", "LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM",
+    "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "RNN",
+})
+
 # Steps prepared at invoke that an executor keeps (see Executor._prepared_step).
 MAX_PREPARED_STEPS = 256
 
