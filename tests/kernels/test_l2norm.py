@@ -40,3 +40,26 @@ def test_bad_output_scale_is_unsupported():
                         version=2, fused_activation_function="NONE")
     with pytest.raises(UnsupportedOpError, match="scale 1/128"):
         Interpreter(model_content=m).allocate_tensors()
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("rows", [1, 16, 17, 300])
+def test_quantized_row_counts(dtype, rows):
+    """Few rows take the per-row Python-int inverse square root, more the vectorized one; rows
+    of zeros (sum 0) and single small values (sums 1..4) hit GetInvSqrtQuantizedMultiplierExp's
+    low end."""
+    from acelera.core.kernels.l2norm import SCALAR_ROWS
+    assert 1 <= SCALAR_ROWS < 17
+    rng = np.random.default_rng(rows)
+    zp = 128 if dtype == np.uint8 else 0
+    shape = (rows, 5)
+    m = single_op_model("L2_NORMALIZATION", [In(shape, dtype, (0.05, zp))], [Out(shape, dtype, QOUT[dtype])],
+                        version=2, fused_activation_function="NONE")
+    x = random_input(shape, dtype, rng)
+    x[0] = zp
+    if rows > 2:
+        x[1] = zp
+        x[1, 2] = zp + 1
+        x[2] = zp
+        x[2, 0] = zp - 2
+    assert_matches_litert(m, [x])

@@ -154,10 +154,14 @@ def int_range(act: int, dtype: np.dtype) -> tuple[int, int] | None:
 
 
 def _clamp_between(lo, hi) -> Callable[[Any], np.ndarray]:
+    # 0-d array bounds: the clip ufunc converts numpy scalar arguments at every call.
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    ndarray = np.ndarray
+
     def clamp(r) -> np.ndarray:
-        r = np.asarray(r)
-        clip_ufunc(r, lo, hi, out=r)
-        return r
+        if r.__class__ is not ndarray:  # a numpy scalar from a ufunc on 0-d operands
+            r = np.asarray(r)
+        return clip_ufunc(r, lo, hi, out=r)
     return clamp
 
 
@@ -188,9 +192,17 @@ def clamp_int(out: np.ndarray, act: int) -> np.ndarray:
 def float_binary(ufunc: BinaryFn, act: int, dt: np.dtype) -> BinaryFn:
     """Kernel of a float16/float32/float64 ufunc with its result clamped to the activation range."""
     clamp = half_clamp(act) if dt == F16 else float_clamp(act, dt)
+    lo, hi = float_activation_bounds(act)
+    if dt == F16:
+        lo, hi = max(lo, -65504.0), min(hi, 65504.0)
+    lo_a, hi_a = np.asarray(dt.type(lo)), np.asarray(dt.type(hi))
+    ndarray = np.ndarray
 
     def run(x, y):
-        return clamp(ufunc(x, y))
+        r = ufunc(x, y)
+        if r.__class__ is ndarray:
+            return clip_ufunc(r, lo_a, hi_a, out=r)
+        return clamp(r)
     return run
 
 
@@ -259,7 +271,18 @@ def activation(node: NodeContext) -> int:
 
 
 def scalar_safe(fn: BinaryFn) -> BinaryFn:
-    """Numpy ufuncs return scalars for 0-d operands; keep kernel outputs ndarrays."""
+    """Numpy ufuncs return scalars for 0-d operands; keep kernel outputs ndarrays.
+
+    A ufunc is called on the operands as they are (its scalar result made a 0-d array, the
+    same value and dtype); other functions get 0-d operands as 1-element vectors."""
+    if isinstance(fn, np.ufunc):
+        ufunc, ndarray, asarray = fn, np.ndarray, np.asarray
+
+        def run_ufunc(a, b):
+            r = ufunc(a, b)
+            return r if r.__class__ is ndarray else asarray(r)
+        return run_ufunc
+
     def run(a, b):
         if a.ndim == 0 and b.ndim == 0:
             return np.asarray(fn(a.reshape(1), b.reshape(1))).reshape(())

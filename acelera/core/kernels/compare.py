@@ -82,9 +82,7 @@ def _comparison(node: NodeContext, ufunc, *, allow_bool: bool, int16_scaled: boo
     dt = a.dtype
     scaled = dt in QUANT8 or (dt == I16 and int16_scaled and is_quantized(a))
     if not scaled:
-        def run(x, y):
-            return ufunc(x, y)
-        return scalar_safe(run)
+        return scalar_safe(ufunc)
 
     def scaler(t, what):
         scale, zp = qparams(node, t, what)
@@ -147,10 +145,7 @@ def greater_equal(node: NodeContext):
 
 def _logical(node: NodeContext, ufunc):
     binary_operands(node, {BOOL})
-
-    def run(x, y):
-        return ufunc(x, y)
-    return scalar_safe(run)
+    return scalar_safe(ufunc)
 
 
 @register("LOGICAL_AND", max_version=1, dtypes=("BOOL",))

@@ -112,25 +112,41 @@ def concatenation(node: NodeContext):
     out_dtype = out_t.dtype
     lead = (0,) * axis
     trail = (0,) * (rank - axis - 1)
+    # input shapes -> whether the output has few contiguous runs (numpy's own loop is fastest)
+    plans: dict[tuple, bool] = {}
+    if not scalars:
+        plans[tuple(tuple(t.shape) for t in ins)] = math.prod(t0.shape[:axis]) < 512
+    concatenate = np.concatenate
+
+    def plan(key: tuple) -> bool:
+        try:
+            _check_concat_shapes(key, axis)
+        except ModelError as e:
+            raise KernelError(str(e)) from None
+        if len(plans) >= 64:  # shapes that keep changing: bound the memo
+            plans.clear()
+        few = plans[key] = math.prod(key[0][:axis]) < 512
+        return few
 
     def run(*xs):
         if scalars:
             if any(x.size != 1 for x in xs):
                 raise KernelError(f"CONCATENATION of scalars got shapes {[list(x.shape) for x in xs]}")
             xs = [x.reshape(()) for x in xs]
-        elif xs[0].shape != t0.shape or any(x.shape != t.shape for x, t in zip(xs[1:], ins[1:])):
-            try:
-                _check_concat_shapes([x.shape for x in xs], axis)
-            except ModelError as e:
-                raise KernelError(str(e)) from None
+            few = False
+        else:
+            key = tuple([x.shape for x in xs])
+            few = plans.get(key)
+            if few is None:
+                few = plan(key)
         if any_fix:
             xs = [x if f is None else np.take(f, x) for x, f in zip(xs, fixes)]
         if scalars:
             out = np.stack(xs)
         elif len(xs) == 1:
             out = xs[0] if clamp is None else xs[0].copy()
-        elif math.prod(xs[0].shape[:axis]) < 512:  # few runs: numpy's own loop is fastest
-            out = np.concatenate(xs, axis=axis)
+        elif few:
+            out = concatenate(xs, axis=axis)
         else:
             shape = list(xs[0].shape)
             total = 0
@@ -205,14 +221,35 @@ def _at_invoke(plan, *args):
         raise KernelError(str(e)) from None
 
 
-def _cut(x: np.ndarray, axis: int, sizes: list[int]) -> tuple[np.ndarray, ...]:
+def _cuts(axis: int, sizes: list[int]) -> tuple[tuple, ...]:
+    """The index of each part of a split along `axis` into `sizes`."""
     lead = (slice(None),) * axis
     out = []
     pos = 0
     for s in sizes:
-        out.append(x[lead + (slice(pos, pos + s),)])
+        out.append(lead + (slice(pos, pos + s),))
         pos += s
     return tuple(out)
+
+
+def _cut(x: np.ndarray, axis: int, sizes: list[int]) -> tuple[np.ndarray, ...]:
+    return tuple([x[i] for i in _cuts(axis, sizes)])
+
+
+class _Cuts(dict):
+    """input shape -> the index of each part, for a split whose axis and sizes are constant;
+    `plan(shape)` computes them (a ModelError on a bad shape)."""
+
+    def __init__(self, plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def __missing__(self, shape: tuple) -> tuple[tuple, ...]:
+        idx = _at_invoke(self.plan, shape)
+        if len(self) >= 64:  # shapes that keep changing: bound the memo
+            self.clear()
+        self[shape] = idx
+        return idx
 
 
 def _check_outputs(node: NodeContext, x_t, allowed) -> None:
@@ -233,13 +270,11 @@ def split(node: NodeContext):
         raise ModelError(f"SPLIT num_splits {num} but the node has {len(node.outputs)} outputs")
     if axis_t.data is not None:
         axis = _axis_value(axis_t.data, len(x_t.shape))
-        cache = {x_t.shape: _split_even(x_t.shape, axis, num)}
+        cache = _Cuts(lambda shape: _cuts(axis, _split_even(shape, axis, num)))
+        cache[tuple(x_t.shape)] = _cuts(axis, _split_even(x_t.shape, axis, num))
 
         def run(_a, x):
-            sizes = cache.get(x.shape)
-            if sizes is None:
-                sizes = cache[x.shape] = _at_invoke(_split_even, x.shape, axis, num)
-            return _cut(x, axis, sizes)
+            return tuple([x[i] for i in cache[x.shape]])
         return run
 
     def run_dynamic(a, x):
@@ -269,13 +304,11 @@ def split_v(node: NodeContext):
     if axis_t.data is not None and sizes_t.data is not None:
         axis = _axis_value(axis_t.data, len(x_t.shape))
         sizes_c = sizes_t.data
-        cache = {x_t.shape: _split_sizes(x_t.shape, axis, sizes_c)}
+        cache = _Cuts(lambda shape: _cuts(axis, _split_sizes(shape, axis, sizes_c)))
+        cache[tuple(x_t.shape)] = _cuts(axis, _split_sizes(x_t.shape, axis, sizes_c))
 
         def run(x, *_):
-            sizes = cache.get(x.shape)
-            if sizes is None:
-                sizes = cache[x.shape] = _at_invoke(_split_sizes, x.shape, axis, sizes_c)
-            return _cut(x, axis, sizes)
+            return tuple([x[i] for i in cache[x.shape]])
         return run
 
     dynamic = [k for k, t in enumerate((sizes_t, axis_t)) if t.data is None]

@@ -4,14 +4,15 @@ Semantics follow tflite/kernels/fully_connected.cc (Prepare/EvalQuantized with
 kReference) and the reference kernels it calls:
 
 * float32: one float32 matmul against the weights transposed at prepare time.
-* int8 / uint8 / int16x8 (int16 activations, int8 or int4 weights), per-tensor or
+* int8 / uint8 / int16x8 (int16 activations, int8, int4 or int2 weights), per-tensor or
   per-channel: the reference kernels requantize **in double precision**
   (``round(double(acc) * in_scale * filter_scale / out_scale)``), not with the
   fixed-point multiplier the optimized kernels use. The accumulator is int32 (wrapping)
   except for int16 activations, where it is int64 unless ``quantized_bias_type`` is INT32.
 * int16x16 (int16 weights): int64 accumulator, fixed-point
   MultiplyByQuantizedMultiplier(int64) requantization.
-* hybrid (float32 input, int8/uint8/int4 weights, float32 output): inputs are quantized
+* hybrid (float32 input, int8/uint8/int4/int2 weights, float32 output; the packed int4 and
+  int2 weights are unpacked to int8 as EvalHybridDense does): inputs are quantized
   per batch row (symmetric, or asymmetric with ``asymmetric_quantize_inputs``) exactly as
   tensor_utils::BatchQuantizeFloats does, accumulated exactly, then scaled in float32.
 
@@ -49,6 +50,9 @@ INT32_MIN = -(1 << 31)
 CLIPPING_ACTIVATIONS = (NONE, RELU, RELU_N1_TO_1, RELU6)
 # TensorType codes used by FullyConnectedOptions.quantized_bias_type.
 _TT_FLOAT32, _TT_INT32, _TT_INT64 = 0, 2, 4
+
+# weight types FULLY_CONNECTED takes with a float32 input (the hybrid path)
+HYBRID_WEIGHTS = ("UINT8", "INT8", "INT4", "INT2")
 
 
 # --- helpers shared with batch_matmul -----------------------------------------------------
@@ -242,7 +246,7 @@ def _check_fc(node: NodeContext) -> tuple:
 
 
 def _is_quantized_path(x_t, w_t) -> bool:
-    return not (x_t.type_name == "FLOAT32" and w_t.type_name in ("FLOAT32", "UINT8", "INT8", "INT4"))
+    return not (x_t.type_name == "FLOAT32" and w_t.type_name in ("FLOAT32",) + HYBRID_WEIGHTS)
 
 
 @register("FULLY_CONNECTED", max_version=14, dtypes=("FLOAT32", "UINT8", "INT8", "INT16"))
@@ -269,7 +273,7 @@ def fully_connected(node: NodeContext):
 
     if in_type == "FLOAT32" and w_type == "FLOAT32":
         return _prepare_float(node, act, b_t, out_t, as_rows)
-    if in_type == "FLOAT32" and w_type in ("UINT8", "INT8", "INT4"):
+    if in_type == "FLOAT32" and w_type in HYBRID_WEIGHTS:
         return _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows)
     return _quantized_run(_fc_params(node, act, qbt, keep_num_dims, x_t, w_t, b_t, out_t, units, k), as_rows)
 
@@ -293,7 +297,7 @@ def _prepare_float(node, act, b_t, out_t, as_rows):
         raise node.unsupported(f"fused activation {ACTIVATION_NAMES.get(act, act)} is not supported "
                                "(only NONE, RELU, RELU_N1_TO_1, RELU6)")
     lo, hi = float_activation_range(act)
-    lo, hi = np.float32(lo), np.float32(hi)
+    lo, hi = np.asarray(np.float32(lo)), np.asarray(np.float32(hi))  # 0-d: no scalar conversion per call
     w_const = node.const(1)
     w_pre = None if w_const is None else np.ascontiguousarray(w_const, np.float32)
     b_const = node.const(2)
@@ -313,6 +317,7 @@ def _prepare_float(node, act, b_t, out_t, as_rows):
     if w_pre is None or (b_const is None and node.input(2) is not None):
         return run
     shapes: dict[tuple, tuple] = {}
+    dot, add, clip = w_pre.dot, np.add, act != NONE
 
     def run_one_row(x, w, b=None):
         """Constant weights and bias: a single input row is one gemv."""
@@ -320,11 +325,13 @@ def _prepare_float(node, act, b_t, out_t, as_rows):
             return run(x, w, b)
         shape = shapes.get(x.shape)
         if shape is None:
+            if len(shapes) >= 64:  # shapes that keep changing: bound the memo
+                shapes.clear()
             shape = shapes[x.shape] = as_rows(x)[1]
-        y = w_pre.dot(x.reshape(k))
+        y = dot(x.reshape(k))
         if b_flat is not None:
-            y += b_flat
-        if act != NONE:
+            add(y, b_flat, out=y)
+        if clip:
             clip_ufunc(y, lo, hi, out=y)
         return y.reshape(shape)
     return run_one_row
@@ -349,8 +356,8 @@ def _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows):
                                f"output, got {out_t.type_name}")
     if b_t is not None and b_t.type_name != "FLOAT32":
         raise node.unsupported(f"hybrid fully connected with bias type {b_t.type_name} is not supported")
-    if w_t.type_name == "INT4" and np.any(w_t.quantization.zero_point != 0):
-        raise node.unsupported("int4 weights need zero points of 0")
+    if w_t.type_name in ("INT4", "INT2") and np.any(w_t.quantization.zero_point != 0):
+        raise node.unsupported(f"{w_t.type_name.lower()} weights need zero points of 0")
     pcs, w_scale, _ = _weights_scales(node, w_t, units)
     w_scale32 = np.float32(w_scale)
     is_uint8 = w_t.type_name == "UINT8"
@@ -389,7 +396,7 @@ def _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows):
 
 def _fc_params(node, act, qbt, keep_num_dims, x_t, w_t, b_t, out_t, units, k) -> QuantizedFCParams:
     in_type, w_type, out_type = x_t.type_name, w_t.type_name, out_t.type_name
-    quantized_w = w_type in ("UINT8", "INT8", "INT4", "INT16")
+    quantized_w = w_type in ("UINT8", "INT8", "INT4", "INT2", "INT16")
     if not quantized_w or in_type not in ("UINT8", "INT8", "INT16"):
         raise node.unsupported(f"input type {in_type} with weights type {w_type} is not supported")
     if act not in CLIPPING_ACTIVATIONS:
@@ -399,16 +406,17 @@ def _fc_params(node, act, qbt, keep_num_dims, x_t, w_t, b_t, out_t, units, k) ->
         raise node.unsupported(f"{in_type} input without quantization parameters is not supported")
     # The dtype combinations the reference kernel evaluates correctly.
     combos = {("UINT8", "UINT8", "UINT8"), ("UINT8", "UINT8", "INT16"),
-              ("INT8", "INT8", "INT8"), ("INT8", "INT4", "INT8"),
-              ("INT16", "INT8", "INT16"), ("INT16", "INT4", "INT16"), ("INT16", "INT16", "INT16")}
+              ("INT8", "INT8", "INT8"), ("INT8", "INT4", "INT8"), ("INT8", "INT2", "INT8"),
+              ("INT16", "INT8", "INT16"), ("INT16", "INT4", "INT16"), ("INT16", "INT2", "INT16"),
+              ("INT16", "INT16", "INT16")}
     if (in_type, w_type, out_type) not in combos:
         raise node.unsupported(f"input {in_type} / weights {w_type} / output {out_type} "
                                "is not a supported combination")
     pcs, w_scale, w_zp = _weights_scales(node, w_t, units)
     if pcs is not None and in_type == "UINT8":
         raise node.unsupported("per-channel weights need int8 or int16 activations")
-    if w_type == "INT4" and np.any(w_t.quantization.zero_point != 0):
-        raise node.unsupported("int4 weights need zero points of 0")
+    if w_type in ("INT4", "INT2") and np.any(w_t.quantization.zero_point != 0):
+        raise node.unsupported(f"{w_type.lower()} weights need zero points of 0")
     in_scale, in_zp = scale_zp(x_t)
     out_scale, out_zp = scale_zp(out_t)
     int16_io = in_type == "INT16" and out_type == "INT16"
@@ -491,7 +499,7 @@ def _quantized_run(p: QuantizedFCParams, as_rows):
     in_info = np.iinfo(p.input_dtype)
     x_max = max(abs(int(in_info.min) - in_zp), abs(int(in_info.max) - in_zp))
     w_type = p.weights_type
-    w_info = np.iinfo(np.int16 if w_type == "INT16" else np.int8 if w_type in ("INT8", "INT4") else np.uint8)
+    w_info = np.iinfo(np.int16 if w_type == "INT16" else np.int8 if w_type in ("INT8", "INT4", "INT2") else np.uint8)
     w_max = max(abs(int(w_info.min) - w_offset), abs(int(w_info.max) - w_offset))
 
     def prep_w(w):

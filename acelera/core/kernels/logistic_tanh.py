@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from acelera.core.fpstate import fp_errors_ignored
 from acelera.core.kernels.array_util import check_arity
 from acelera.core.kernels.common import domain
 from acelera.core.kernels.float_formats import table16
@@ -164,16 +165,24 @@ def logistic(node: NodeContext) -> Kernel:
         return half
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     if is_float32(x):
-        one = x.dtype.type(1)
+        one = np.asarray(x.dtype.type(1))  # a 0-d array: ufuncs convert scalar operands each call
+        negative, exp, add, reciprocal = np.negative, np.exp, np.add, np.reciprocal
 
-        def run(a):
+        def sigmoid(a):
             # 1 / (1 + exp(-x)) everywhere: LiteRT's cut-offs (1 above 16.62, exp(x) below -9)
             # differ from it by less than 6.1e-8, far inside float tolerance.
-            t = np.negative(a)
-            np.exp(t, out=t)
-            t += one
-            return np.reciprocal(t, out=t)
-        return float_kernel(run)
+            t = negative(a)
+            exp(t, out=t)
+            add(t, one, out=t)
+            return reciprocal(t, out=t)
+        general = float_kernel(sigmoid)
+
+        def run(a):
+            if a.ndim and fp_errors_ignored():  # float_kernel's fast path, one call less
+                return sigmoid(a)
+            return general(a)
+        run.returns_ndarray = True  # type: ignore[attr-defined]
+        return run
     qio = quantized_io(node, x, y)
     out_s = qio[2]
     if x.dtype == np.int16:

@@ -81,7 +81,7 @@ class QuantizedFCParams:
     units: int
     depth: int
     input_dtype: np.dtype
-    weights_type: str  #: TFLite type name of the filter ("INT8", "INT4", "UINT8", "INT16")
+    weights_type: str  #: TFLite type name of the filter ("INT8", "INT4", "INT2", "UINT8", "INT16")
     output_dtype: np.dtype
     keep_num_dims: bool
     input_zero_point: int
