@@ -379,3 +379,44 @@ def test_swish_is_one_step(order):
     model = single_op_model("LOGISTIC", [In((1, 12))], [Out((1, 12))])
     x = np.array([[np.nan, np.inf, -np.inf, 0.0, 88.5, -88.5, 87.0, -87.0, 200.0, -200.0, 1e-8, -3.5]], F32)
     compare(model, inputs=[x])
+
+
+def layer_norm_model(shape, residual_reader=False, eps=1e-3):
+    """The converter's LayerNorm graph (MEAN, NEG, SQUARED_DIFFERENCE, MEAN, ADD eps, RSQRT, MUL
+    gamma, MUL, ADD beta, MUL, ADD) over the last axis of a RELU'd input; with residual_reader
+    the variance is also a model output, which must keep the nodes apart."""
+    c = shape[-1]
+    b = ModelBuilder()
+    x0 = b.add_input("x0", shape, F32)
+    x = b.add_tensor("x", shape, F32)
+    b.add_operator("RELU", [x0], [x])
+    red = shape[:-1] + (1,)
+    axis = b.add_constant("axis", np.array([-1], np.int32))
+
+    def t(name, sh=shape):
+        return b.add_tensor(name, sh, F32)
+    m, nm, sq, v, ve, r = t("m", red), t("nm", red), t("sq"), t("v", red), t("ve", red), t("r", red)
+    g, tt, bb, xg, y = t("g"), t("t"), t("b"), t("xg"), t("y")
+    gsh = (1,) * (len(shape) - 1) + (c,)
+    b.add_operator("MEAN", [x, axis], [m], keep_dims=True)
+    b.add_operator("NEG", [m], [nm])
+    b.add_operator("SQUARED_DIFFERENCE", [x, m], [sq])
+    b.add_operator("MEAN", [sq, axis], [v], keep_dims=True)
+    b.add_operator("ADD", [v, b.add_constant("eps", np.array(eps, F32))], [ve], fused_activation_function="NONE")
+    b.add_operator("RSQRT", [ve], [r])
+    b.add_operator("MUL", [r, b.add_constant("gamma", w(*gsh, seed=3) + F32(1))], [g], fused_activation_function="NONE")
+    b.add_operator("MUL", [nm, g], [tt], fused_activation_function="NONE")
+    b.add_operator("ADD", [tt, b.add_constant("beta", w(*gsh, seed=4))], [bb], fused_activation_function="NONE")
+    b.add_operator("MUL", [x, g], [xg], fused_activation_function="NONE")
+    b.add_operator("ADD", [xg, bb], [y], fused_activation_function="NONE")
+    b.mark_outputs(*((y, v) if residual_reader else (y,)))
+    return b.build()
+
+
+@pytest.mark.parametrize("shape, apart", [((1, 16, 32), False), ((2, 3, 5, 24), False), ((4, 7), False),
+                                          ((1, 16, 32), True)])
+def test_layer_norm_subgraph_is_one_native_step(shape, apart):
+    d = compare(layer_norm_model(shape, residual_reader=apart))
+    (k,) = d.kernels
+    fused = [lab for lab in k.labels if lab.startswith("MEAN+NEG+SQUARED_DIFFERENCE")]
+    assert len(fused) == (0 if apart else 1), k.labels

@@ -371,3 +371,29 @@ def test_parallel_kernels_honour_num_threads_and_stay_exact():
         for n in (1, 2):
             assert_fast_and_exact(model, num_threads=n)
     assert threads.numba_threads() == 1  # restored after the invoke
+
+
+# --- AVERAGE_POOL_2D (int8_pool.py) ---------------------------------------------------------------
+
+def avg_pool(shape, out_shape, padding, stride, filt, act="NONE", q=(0.05, 3)):
+    return single_op_model("AVERAGE_POOL_2D", [In(shape, I8, q)], [Out(out_shape, I8, q)], version=2,
+                           padding=padding, stride_h=stride[0], stride_w=stride[1], filter_height=filt[0],
+                           filter_width=filt[1], fused_activation_function=act)
+
+
+POOL_CASES = {
+    "2x2_s2_valid": avg_pool((1, 32, 32, 16), (1, 16, 16, 16), "VALID", (2, 2), (2, 2)),
+    "3x3_s2_same_odd": avg_pool((2, 7, 9, 5), (2, 4, 5, 5), "SAME", (2, 2), (3, 3), "RELU"),
+    "5x3_s1_same_relu6": avg_pool((1, 6, 6, 3), (1, 6, 6, 3), "SAME", (1, 1), (5, 3), "RELU6", (0.02, -7)),
+    "3x3_s3_valid_n1to1": avg_pool((1, 10, 8, 4), (1, 3, 2, 4), "VALID", (3, 3), (3, 3), "RELU_N1_TO_1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POOL_CASES))
+def test_int8_average_pool_is_native_and_bit_exact(case):
+    for seed in (0, 1):
+        want, got, it, d = run(POOL_CASES[case], seed)
+        assert it.delegation.nodes_of("xnnpack-cpu") == [0], it.delegation.rejections
+        assert not [f for k in d.kernels for f in fallbacks(k)]
+        assert [s.op for s in quant_specs(d)] == ["AVERAGE_POOL_2D"]
+        np.testing.assert_array_equal(got[0], want[0])

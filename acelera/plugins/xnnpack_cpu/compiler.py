@@ -10,7 +10,9 @@ Fusion (float32):
 - chains of small FULLY_CONNECTED / pointwise CONV_2D layers (MLPs, squeeze-excite blocks)
   with their activations are one numba call;
 - DEPTHWISE_CONV_2D [-> activations] is one depthwise call;
-- LOGISTIC + MUL(x, LOGISTIC(x)) (swish) is one pass.
+- LOGISTIC + MUL(x, LOGISTIC(x)) (swish) is one pass;
+- the converter's LayerNorm subgraph over the last axis (MEAN, NEG, SQUARED_DIFFERENCE, MEAN,
+  ADD, RSQRT, MUL, MUL, ADD, MUL, ADD) is one pass per row (Builder.layer_norm).
 A chain only absorbs a node whose input has no other reader and is not a partition output
 (nor taken by another chain), and runs where its last node was. Quantized nodes run on the
 int8 steps (int8_conv.py) or the reference kernels (bit-exact).
@@ -190,6 +192,10 @@ class Builder:
                     self.absorbed.add(m)
                     return m, ops.swish_spec(self.label([n, m]), (n, m), ctx.op.inputs[0], self.g.ctx(m).op.outputs[0],
                                              ops.tin(ctx, 0).shape)
+            if op == "MEAN":
+                ln = self.layer_norm(n)
+                if ln is not None:
+                    return ln
             spec = self.single(n, ctx, op)
         if spec is None:
             spec = ops.reference_spec(self.label([n]), (n,), ctx, list(ctx.op.inputs), self.g.consts,
@@ -468,6 +474,117 @@ class Builder:
                          lambda: conv.dw_pack(w, b, alpha, geom, self.r16, pre), act, act2, pre[1] if pre is not None else None)
         return self.last(nodes), spec
 
+    # -- LayerNorm ---------------------------------------------------------------------------------
+    def layer_norm(self, n: int) -> tuple[int, Spec] | None:
+        """The converter's LayerNorm over the last axis, starting at its first MEAN (node n):
+        m = MEAN(x), NEG(m), SQUARED_DIFFERENCE(x, m), v = MEAN(.), ADD(v, eps), RSQRT,
+        g = MUL(., gamma), t = MUL(-m, g), b = ADD(t, beta), MUL(x, g), y = ADD(x g, b);
+        every intermediate read only inside the pattern, no fused activations."""
+        from acelera.plugins.xnnpack_cpu import jit
+
+        g = self.g
+        if not jit.AVAILABLE:
+            return None
+        ctx = g.ctx(n)
+        x = ctx.op.inputs[0]
+        shape = tuple(ops.tin(ctx, 0).shape)
+        if not shape or x in g.consts or not self._last_axis_mean(n, x):
+            return None
+        c = int(shape[-1])
+        m = ctx.op.outputs[0]
+
+        def only(t: int, want: str, other: int | None = None, const_size: int | None = None) -> tuple[int, int] | None:
+            """(node, output) of the sole reader of t, of op `want`, no activation, whose other
+            operand is `other` or a float constant of const_size values."""
+            r = self.reader(t)
+            if r is None or r == n:
+                return None
+            rc = g.ctx(r)
+            if rc.op.name != want or not is_float(rc) or int(rc.options.get("fused_activation_function", 0) or 0):
+                return None
+            ins = list(rc.op.inputs[:2]) if want not in ("RSQRT", "MEAN") else [rc.op.inputs[0]]
+            if t not in ins:
+                return None
+            if want in ("MUL", "ADD", "SQUARED_DIFFERENCE"):
+                o = ins[1] if ins[0] == t and ins[1] != t else ins[0]
+                if other is not None and o != other:
+                    return None
+                if const_size is not None:
+                    v = g.const(o)
+                    if v is None or v.size != const_size or v.dtype != np.float32 or (
+                            v.ndim and any(d != 1 for d in v.shape[:-1])):
+                        return None
+            return r, rc.op.outputs[0]
+        readers = g.readers.get(m, [])
+        if m in g.outputs or len(readers) != 2 or any(r in self.absorbed for r in readers):
+            return None
+        kinds = {g.ctx(r).op.name: r for r in readers}
+        if set(kinds) != {"NEG", "SQUARED_DIFFERENCE"}:
+            return None
+        neg, sqd = kinds["NEG"], kinds["SQUARED_DIFFERENCE"]
+        if sorted(g.ctx(sqd).op.inputs[:2]) != sorted((x, m)) or not is_float(g.ctx(sqd)) or not is_float(g.ctx(neg)):
+            return None
+        nm, sq = g.ctx(neg).op.outputs[0], g.ctx(sqd).op.outputs[0]
+        var = self.reader(sq)
+        if var is None or g.ctx(var).op.name != "MEAN" or not self._last_axis_mean(var, sq):
+            return None
+        v = g.ctx(var).op.outputs[0]
+        step = only(v, "ADD", const_size=1)
+        if step is None:
+            return None
+        add_eps, ve = step
+        eps_t = [t for t in g.ctx(add_eps).op.inputs[:2] if t != v][0]
+        step = only(ve, "RSQRT")
+        if step is None:
+            return None
+        rsq, r = step
+        step = only(r, "MUL", const_size=c)
+        if step is None:
+            return None
+        mul_g, gt = step
+        gamma_t = [t for t in g.ctx(mul_g).op.inputs[:2] if t != r][0]
+        g_readers = g.readers.get(gt, [])
+        if gt in g.outputs or len(g_readers) != 2:
+            return None
+        mul_t = self.reader(nm)
+        if mul_t is None or mul_t not in g_readers or sorted(g.ctx(mul_t).op.inputs[:2]) != sorted((nm, gt)):
+            return None
+        mul_x = [q for q in g_readers if q != mul_t][0]
+        mc = g.ctx(mul_x)
+        if (mc.op.name != "MUL" or sorted(mc.op.inputs[:2]) != sorted((x, gt)) or mul_x in self.absorbed
+                or int(mc.options.get("fused_activation_function", 0) or 0)
+                or int(g.ctx(mul_t).options.get("fused_activation_function", 0) or 0)):
+            return None
+        step = only(g.ctx(mul_t).op.outputs[0], "ADD", const_size=c)
+        if step is None:
+            return None
+        add_b, bt = step
+        beta_t = [t for t in g.ctx(add_b).op.inputs[:2] if t != g.ctx(mul_t).op.outputs[0]][0]
+        xg = mc.op.outputs[0]
+        step = only(xg, "ADD", other=bt)
+        if step is None or self.reader(bt) != step[0]:
+            return None
+        final, y = step
+        if tuple(g.ctx(final).outputs[0].shape) != shape:
+            return None
+        nodes = [n, neg, sqd, var, add_eps, rsq, mul_g, mul_t, add_b, mul_x, final]
+        self.absorbed.update(nodes[1:])
+        rows = int(np.prod(shape[:-1]))
+        eps = float(np.asarray(g.need(eps_t), np.float32).reshape(-1)[0])
+        spec = ops.layer_norm_spec(self.label(nodes), tuple(nodes), x, y, rows, c, eps,
+                                   self.r16(g.need(gamma_t)), self.r16(g.need(beta_t)))
+        return self.last(nodes), spec
+
+    def _last_axis_mean(self, n: int, x: int) -> bool:
+        """Whether MEAN node n reduces its input x over the last axis only, keeping it."""
+        ctx = self.g.ctx(n)
+        if ctx.op.inputs[0] != x or not is_float(ctx) or not ctx.options.get("keep_dims", False):
+            return False
+        rank = len(ops.tin(ctx, 0).shape)
+        axes = self.g.const(ctx.op.inputs[1]) if len(ctx.op.inputs) > 1 else None
+        return (axes is not None and rank > 0 and ops.tin(ctx, 0).shape[-1] > 0
+                and {int(a) % rank for a in np.asarray(axes).reshape(-1)} == {rank - 1})
+
     # -- single nodes -----------------------------------------------------------------------------
     def single(self, n: int, ctx: NodeContext, op: str) -> Spec | None:
         g = self.g
@@ -478,6 +595,10 @@ class Builder:
             operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins[:2]]
             return ops.binary_spec(lab, (n,), op, operands, [ops.tin(ctx, 0).shape, ops.tin(ctx, 1).shape], out,
                                  ctx.outputs[0].shape, act_of(ctx))
+        if op == "CONCATENATION" and any(t not in g.consts for t in ins):
+            axis = int(ctx.options.get("axis", 0)) % len(ctx.outputs[0].shape)
+            operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins]
+            return ops.concat_spec(lab, (n,), operands, out, axis, act_of(ctx))
         if ins and ins[0] in g.consts:
             return None  # a constant input: the reference kernel handles it
         if op in UNARY:
@@ -499,7 +620,15 @@ class Builder:
         if op == "BATCH_MATMUL":
             operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins[:2]]
             return ops.batch_matmul_spec(lab, (n,), operands, out, bool(ctx.options.get("adj_x", False)),
-                                         bool(ctx.options.get("adj_y", False)))
+                                         bool(ctx.options.get("adj_y", False)),
+                                         [ops.tin(ctx, 0).shape, ops.tin(ctx, 1).shape], ctx.outputs[0].shape)
+        if op == "TRANSPOSE" and ins[1] in g.consts:
+            x_shape = tuple(ops.tin(ctx, 0).shape)
+            perm = [int(p) % max(len(x_shape), 1) for p in np.asarray(g.consts[ins[1]]).reshape(-1)]
+            if sorted(perm) == list(range(len(x_shape))) and tuple(ctx.outputs[0].shape) == tuple(
+                    x_shape[p] for p in perm):
+                return ops.transpose_spec(lab, (n,), ins[0], out, x_shape, perm)
+            return None
         if op == "PRELU":
             alpha = g.const(ins[1])
             c = ctx.outputs[0].shape[-1] if ctx.outputs[0].shape else 1
@@ -508,10 +637,6 @@ class Builder:
             return None
         if op == "SOFTMAX" and ops.tin(ctx, 0).shape:
             return ops.softmax_spec(lab, (n,), ins[0], out, ops.tin(ctx, 0).shape)
-        if op == "CONCATENATION":
-            axis = int(ctx.options.get("axis", 0)) % len(ctx.outputs[0].shape)
-            operands = [t if t not in g.consts else self.r16(g.consts[t]) for t in ins]
-            return ops.concat_spec(lab, (n,), operands, out, axis, act_of(ctx))
         if op == "PAD":
             return ops.pad_spec(lab, (n,), ins[0], out, np.asarray(g.const(ins[1])).reshape(-1, 2))
         if op in ("RESHAPE", "EXPAND_DIMS"):

@@ -42,6 +42,9 @@ def conv_geometry(ctx: NodeContext) -> Geometry:
 #: up to this many GEMM rows (output pixels) a convolution or FULLY_CONNECTED runs on
 #: jit.gemm_small with its epilogue fused (BLAS repacks the weights every call)
 SMALL_M = 12
+#: a pointwise GEMM of up to this many multiply-adds also runs on jit.gemm_small, whatever M
+#: (a BLAS call and a separate epilogue cost more than the product there)
+SMALL_MACS = 1 << 15
 #: a step of at least this many multiply-adds is split in two halves that two threads run
 #: when --num_threads allows (smaller ones cost less than handing half to another thread)
 PAR_MACS = 1 << 19
@@ -72,7 +75,8 @@ def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None
     ow = geom.ow if geom is not None else 1
     rows = m // ow
     numba_ok = jit.AVAILABLE and (pointwise or not unpadded_1x1)
-    small = jit.AVAILABLE and m <= SMALL_M and (res_tid is None or cres == n_out) and not raw
+    small = (jit.AVAILABLE and (m <= SMALL_M or (pointwise and m * k * n_out <= SMALL_MACS))
+             and (res_tid is None or cres == n_out) and not raw)
     split = jit.AVAILABLE and small and n_out >= 32 and m * k * n_out >= PAR_MACS  # BLAS splits the others
     row_bytes = ow * 4 * ((0 if pointwise else k) + n_out * (2 if res_tid is not None else 1))
     rb = row_blocks(rows, row_bytes) if numba_ok and not small else rows

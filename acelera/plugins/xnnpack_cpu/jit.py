@@ -6,9 +6,10 @@ spec.py; `AVAILABLE` says whether these are used (numba importable, not disabled
 
 Steps call them through `Native` records (native_records.py): a run of records is one call of
 `run_native` (jit_native.py) on the partition's arena, so a chain of numba steps costs one
-Python call. The kernels live in jit_gemm.py, jit_depthwise.py, jit_pool.py and
-jit_elementwise.py (helpers in jit_helpers.py); this module re-exports them, as None when numba
-is not used (every caller tests `AVAILABLE` first).
+Python call. The kernels live in jit_gemm.py, jit_depthwise.py, jit_pool.py,
+jit_elementwise.py and jit_nd.py (broadcasting binary ops, unary ops, GELU, SOFTMAX, MEAN over
+contiguous axes, TRANSPOSE, small BATCH_MATMUL, LayerNorm) (helpers in jit_helpers.py); this
+module re-exports them, as None when numba is not used (every caller tests `AVAILABLE` first).
 
 Arrays are C-contiguous float32. Inner loops index slices with the bare loop variable so numba
 can drop its negative-index checks and LLVM vectorizes them. Compiled code is cached on disk
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from acelera.plugins.xnnpack_cpu.native_records import (
     OP_ACT,
     OP_BINARY,
+    OP_BINARY_ND,
+    OP_BMM,
     OP_COPY,
     OP_DW,
     OP_DW_1X1,
@@ -36,12 +39,16 @@ from acelera.plugins.xnnpack_cpu.native_records import (
     OP_FC_CHAIN,
     OP_GEMM,
     OP_IM2COL_PADDED,
+    OP_LAYER_NORM,
     OP_MEAN_HW,
+    OP_MEAN_MID,
     OP_POOL_AVG,
     OP_POOL_MAX,
     OP_RESIZE,
     OP_SIGMOID,
     OP_SOFTMAX,
+    OP_TRANSPOSE,
+    OP_UNARY,
     Native,
     Par,
     encode,
@@ -77,7 +84,8 @@ __all__ = [
     "AVAILABLE", "REASON", "bind", "Native", "Par", "encode",
     "OP_EPILOGUE", "OP_EPILOGUE_ONTO", "OP_EPILOGUE_PARTIAL", "OP_DW_1X1", "OP_DW", "OP_POOL_MAX", "OP_POOL_AVG",
     "OP_FC_CHAIN", "OP_RESIZE", "OP_MEAN_HW", "OP_ACT", "OP_SOFTMAX", "OP_GEMM", "OP_COPY", "OP_BINARY",
-    "OP_IM2COL_PADDED", "OP_SIGMOID",
+    "OP_IM2COL_PADDED", "OP_SIGMOID", "OP_BINARY_ND", "OP_UNARY", "OP_MEAN_MID", "OP_TRANSPOSE", "OP_BMM",
+    "OP_LAYER_NORM",
     "epilogue", "epilogue_onto", "epilogue_partial", "dw_1x1", "pool_max", "pool_avg", "fc_chain",
     "resize_bilinear", "mean_hw", "act_flat", "softmax_rows", "dw_rows", "gemm_small", "binary", "copy_runs",
     "im2col_padded", "sigmoid", "run_native", "run_native2",

@@ -81,17 +81,22 @@ def fc_chain(x, params, meta, buf, out):
         lo, hi, lo2, hi2 = params[ao], params[ao + 1], params[ao + 2], params[ao + 3]
         src = buf[(l + 1) % 2]
         dst = out.reshape(-1) if l == layers - 1 else buf[l % 2]
+        bias = params[bo:bo + n]
         for m in range(m_rows):
-            ob = _U(m * n)
+            d = dst[m * n:(m + 1) * n]
             for j in range(_U(n)):
-                dst[ob + j] = params[_U(bo) + j]
+                d[j] = bias[j]
             for kk in range(k):
                 xv = x[m, kk] if l == 0 else src[_U(m * k + kk)]
-                wb = _U(wo + kk * n)
+                wr = params[wo + kk * n:wo + (kk + 1) * n]
                 for j in range(_U(n)):
-                    dst[ob + j] += xv * params[wb + j]
-            for j in range(_U(n)):
-                dst[ob + j] = _act(min(max(dst[ob + j], lo), hi), kind, lo2, hi2, _Z)
+                    d[j] += xv * wr[j]
+            if kind == 0:
+                for j in range(_U(n)):
+                    d[j] = min(max(min(max(d[j], lo), hi), lo2), hi2)
+            else:
+                for j in range(_U(n)):
+                    d[j] = _act(min(max(d[j], lo), hi), kind, lo2, hi2, _Z)
 
 
 @_jitf

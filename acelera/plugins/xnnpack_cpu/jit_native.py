@@ -6,13 +6,25 @@ from __future__ import annotations
 from numba import njit, prange
 
 from acelera.plugins.xnnpack_cpu.jit_depthwise import dw_1x1, dw_rows
-from acelera.plugins.xnnpack_cpu.jit_elementwise import act_flat, binary, copy_runs, sigmoid, softmax_rows
+from acelera.plugins.xnnpack_cpu.jit_elementwise import act_flat, binary, copy_runs, sigmoid
 from acelera.plugins.xnnpack_cpu.jit_gemm import epilogue, epilogue_onto, epilogue_partial, fc_chain, gemm_small, im2col_padded
 from acelera.plugins.xnnpack_cpu.jit_helpers import _jit
+from acelera.plugins.xnnpack_cpu.jit_nd import (
+    binary_nd,
+    bmm,
+    gelu_fast,
+    layer_norm,
+    mean_mid,
+    softmax_rows_fast,
+    transpose4,
+    unary,
+)
 from acelera.plugins.xnnpack_cpu.jit_pool import mean_hw, pool_avg, pool_max, resize_bilinear
 from acelera.plugins.xnnpack_cpu.native_records import (
     OP_ACT,
     OP_BINARY,
+    OP_BINARY_ND,
+    OP_BMM,
     OP_COPY,
     OP_DW,
     OP_DW_1X1,
@@ -22,12 +34,16 @@ from acelera.plugins.xnnpack_cpu.native_records import (
     OP_FC_CHAIN,
     OP_GEMM,
     OP_IM2COL_PADDED,
+    OP_LAYER_NORM,
     OP_MEAN_HW,
+    OP_MEAN_MID,
     OP_POOL_AVG,
     OP_POOL_MAX,
     OP_RESIZE,
     OP_SIGMOID,
     OP_SOFTMAX,
+    OP_TRANSPOSE,
+    OP_UNARY,
 )
 
 # --- decoders of native records (see native_records.encode): each reads its fields with a cursor k
@@ -293,7 +309,72 @@ def _n_act(A, M, F, k):
 def _n_softmax(A, M, F, k):
     x, k = _r2(A, F, M, k)
     out, k = _r2(A, F, M, k)
-    softmax_rows(x, out)
+    scratch, k = _r1(A, F, M, k)
+    softmax_rows_fast(x, out, scratch)
+
+
+@_jit
+def _n_binary_nd(A, M, F, k):
+    x, k = _r1(A, F, M, k)
+    y, k = _r1(A, F, M, k)
+    out, k = _r1(A, F, M, k)
+    op, k = _ri(M, k)
+    lo, k = _rf(F, M, k)
+    hi, k = _rf(F, M, k)
+    shp, k = _rt(M, k)
+    sx, k = _rt(M, k)
+    sy, k = _rt(M, k)
+    binary_nd(x, y, out, op, lo, hi, shp, sx, sy)
+
+
+@_jit
+def _n_unary(A, M, F, k):
+    x, k = _r1(A, F, M, k)
+    out, k = _r1(A, F, M, k)
+    op, k = _ri(M, k)
+    scratch, k = _r1(A, F, M, k)
+    if op == 10:
+        gelu_fast(x, out, scratch)
+    else:
+        unary(x, out, op)
+
+
+@_jit
+def _n_mean_mid(A, M, F, k):
+    x, k = _r1(A, F, M, k)
+    outer, r, inner = M[k], M[k + 1], M[k + 2]
+    out, k = _r1(A, F, M, k + 3)
+    cnt, k = _rf(F, M, k)
+    mean_mid(x, outer, r, inner, out, cnt)
+
+
+@_jit
+def _n_transpose(A, M, F, k):
+    x, k = _r1(A, F, M, k)
+    out, k = _r1(A, F, M, k)
+    shp, k = _rt(M, k)
+    st, k = _rt(M, k)
+    transpose4(x, out, shp, st)
+
+
+@_jit
+def _n_bmm(A, M, F, k):
+    x, k = _r1(A, F, M, k)
+    y, k = _r1(A, F, M, k)
+    out, k = _r1(A, F, M, k)
+    d, k = _rt(M, k)
+    bmm(x, y, out, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9])
+
+
+@_jit
+def _n_layer_norm(A, M, F, k):
+    x, k = _r1(A, F, M, k)
+    out, k = _r1(A, F, M, k)
+    rows, c = M[k], M[k + 1]
+    eps, k = _rf(F, M, k + 2)
+    gamma, k = _r1(A, F, M, k)
+    beta, k = _r1(A, F, M, k)
+    layer_norm(x, out, rows, c, eps, gamma, beta)
 
 
 @_jit
@@ -338,6 +419,18 @@ def run_native(A, M, F):
             _n_act(A, M, F, j)
         elif op == OP_SOFTMAX:
             _n_softmax(A, M, F, j)
+        elif op == OP_BINARY_ND:
+            _n_binary_nd(A, M, F, j)
+        elif op == OP_UNARY:
+            _n_unary(A, M, F, j)
+        elif op == OP_MEAN_MID:
+            _n_mean_mid(A, M, F, j)
+        elif op == OP_TRANSPOSE:
+            _n_transpose(A, M, F, j)
+        elif op == OP_BMM:
+            _n_bmm(A, M, F, j)
+        elif op == OP_LAYER_NORM:
+            _n_layer_norm(A, M, F, j)
         else:
             raise ValueError("unknown native op")
         i += M[i]
