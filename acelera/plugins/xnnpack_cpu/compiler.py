@@ -31,7 +31,7 @@ import numpy as np
 from acelera.core.delegate import Partition
 from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.xnnpack_cpu import conv, ops
+from acelera.plugins.xnnpack_cpu import conv, ops, ops_nd
 from acelera.plugins.xnnpack_cpu.spec import ACT_BOUNDS, INF, KIND_OF_OP, PRELU, Act, Spec, f32c
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
@@ -571,7 +571,7 @@ class Builder:
         self.absorbed.update(nodes[1:])
         rows = int(np.prod(shape[:-1]))
         eps = float(np.asarray(g.need(eps_t), np.float32).reshape(-1)[0])
-        spec = ops.layer_norm_spec(self.label(nodes), tuple(nodes), x, y, rows, c, eps,
+        spec = ops_nd.layer_norm_spec(self.label(nodes), tuple(nodes), x, y, rows, c, eps,
                                    self.r16(g.need(gamma_t)), self.r16(g.need(beta_t)))
         return self.last(nodes), spec
 
@@ -627,7 +627,7 @@ class Builder:
             perm = [int(p) % max(len(x_shape), 1) for p in np.asarray(g.consts[ins[1]]).reshape(-1)]
             if sorted(perm) == list(range(len(x_shape))) and tuple(ctx.outputs[0].shape) == tuple(
                     x_shape[p] for p in perm):
-                return ops.transpose_spec(lab, (n,), ins[0], out, x_shape, perm)
+                return ops_nd.transpose_spec(lab, (n,), ins[0], out, x_shape, perm)
             return None
         if op == "PRELU":
             alpha = g.const(ins[1])

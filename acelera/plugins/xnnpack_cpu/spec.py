@@ -12,8 +12,9 @@ Builders compute in float32; `program.py` wraps them for float16 storage.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,6 +25,17 @@ F32 = np.float32
 INF = float("inf")
 ACT_BOUNDS = {0: (-INF, INF), 1: (0.0, INF), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
 EMPTY = np.zeros(1, F32)
+
+#: a step's node indices; a tensor shape; an operand: a planned tensor's id or a constant array
+Nodes = tuple[int, ...]
+Shape = Sequence[int]
+Operand = int | np.ndarray
+#: what Spec.build gets: tensor id -> planned buffer, its scratch and private buffers, packed weights
+Arena = Mapping[int, np.ndarray]
+Bufs = Sequence[np.ndarray]
+Packed = Mapping[str, np.ndarray]
+#: what Spec.build returns: a callable, a jit.Native call or a list of them (program.py runs them)
+Step = Any
 
 
 @dataclass
