@@ -15,10 +15,8 @@ Arrays are C-contiguous float32. Inner loops index slices with the bare loop var
 can drop its negative-index checks and LLVM vectorizes them. Compiled code is cached on disk
 (``cache=True``): only the first process on a machine pays the compile time (about 40 s of CPU
 for run_native and everything it calls). numba checks only the stamp of the file a cached
-function is defined in, so the cached run_native (jit_native.py, which calls the kernels of the
-other jit_*.py modules) survives an edit of a kernel module: after one, delete this package's
-__pycache__/*.nbi and *.nbc files before testing or measuring. The same holds for qjit.py and
-qjit_ir.py.
+function is defined in, and run_native (jit_native.py) calls the kernels of the other modules:
+kernel_cache.py drops the package's cache when any kernel source changed.
 """
 from __future__ import annotations
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from acelera.plugins.xnnpack_cpu.kernel_cache import drop_stale_cache
+
+drop_stale_cache()
+
 _Z = np.float32(0.0)  # a float32 constant: 0.0 would widen the arithmetic to float64
 _U = np.uintp  # unsigned indices: no negative-index fix-ups in the inner loops
 _ONE, _THREE, _SIX = np.float32(1.0), np.float32(3.0), np.float32(6.0)

@@ -12,6 +12,10 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from acelera.plugins.xnnpack_cpu.kernel_cache import drop_stale_cache
+
+drop_stale_cache()
+
 
 def _cpu_features() -> dict[str, bool]:
     """The features numba compiles for: NUMBA_CPU_FEATURES when set (NUMBA_CPU_NAME alone: none
