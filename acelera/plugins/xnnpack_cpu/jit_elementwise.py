@@ -44,7 +44,7 @@ def softmax_rows(x, out):
 # Element-wise binary ops: 0 ADD, 1 SUB, 2 MUL, 3 DIV, 4 MAXIMUM, 5 MINIMUM (LiteRT's
 # a > b ? a : b and a < b ? a : b: NaN in b passes), 6 SQUARED_DIFFERENCE; then a clamp.
 
-@njit(inline="always", boundscheck=False)
+@njit(inline="always", boundscheck=False, error_model="numpy")
 def _bin_loop(a, b, o, op, lo, hi):
     """o = clamp(a op b) over equal-length 1-D arrays; o may be a or b itself."""
     n = _U(o.shape[0])

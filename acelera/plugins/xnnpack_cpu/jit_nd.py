@@ -8,38 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from acelera.plugins.xnnpack_cpu.jit_elementwise import _bin_loop as _vv  # o = clamp(a op b), rows
 from acelera.plugins.xnnpack_cpu.jit_helpers import _U, _Z, _jit
-
-
-@njit(inline="always", boundscheck=False, error_model="numpy")
-def _vv(a, b, o, op, lo, hi):
-    """o = clamp(a op b) over equal-length rows, the op chosen once outside the loops:
-    0 ADD, 1 SUB, 2 MUL, 3 DIV, 4 MAXIMUM, 5 MINIMUM (LiteRT's selects), 6 SQUARED_DIFFERENCE."""
-    n = _U(o.shape[0])
-    if op == 0:
-        for j in range(n):
-            o[j] = min(max(a[j] + b[j], lo), hi)
-    elif op == 1:
-        for j in range(n):
-            o[j] = min(max(a[j] - b[j], lo), hi)
-    elif op == 2:
-        for j in range(n):
-            o[j] = min(max(a[j] * b[j], lo), hi)
-    elif op == 3:
-        for j in range(n):
-            o[j] = min(max(a[j] / b[j], lo), hi)
-    elif op == 4:
-        for j in range(n):
-            u, v = a[j], b[j]
-            o[j] = min(max(u if u > v else v, lo), hi)
-    elif op == 5:
-        for j in range(n):
-            u, v = a[j], b[j]
-            o[j] = min(max(u if u < v else v, lo), hi)
-    else:
-        for j in range(n):
-            d = a[j] - b[j]
-            o[j] = min(max(d * d, lo), hi)
 
 
 @njit(inline="always", boundscheck=False, error_model="numpy")
