@@ -249,3 +249,23 @@ def test_shape_of_a_loop_variable_that_grows_is_not_folded(n):
                                                 np.zeros((1, 2), np.float32), x, np.zeros(2, np.int32)])
     assert got[0].shape == (n + 1, 2)
     assert list(got[1]) == [n, 2]
+
+
+def test_fold_constants_false_keeps_litert_plan():
+    """Interpreter(fold_constants=False) (what certification uses) keeps SHAPE, STRIDED_SLICE and
+    PACK in the plan, with the same outputs."""
+    model, _ = reshape_chain_model()
+    outs = []
+    plans = []
+    for fold in (True, False):
+        it = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                         fold_constants=fold)
+        it.allocate_tensors()
+        d = it.get_input_details()[0]
+        it.set_tensor(d["index"], np.arange(48, dtype=F32).reshape(2, 4, 6) - 20)
+        it.invoke()
+        outs.append([it.get_tensor(o["index"]) for o in it.get_output_details()])
+        plans.append(sorted(n for step in it.execution_plan for n in step.nodes))
+    assert len(plans[1]) == len(plans[0]) + 3
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)

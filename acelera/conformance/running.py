@@ -25,11 +25,14 @@ def _model_input(model: Any) -> bytes | str:
 
 
 def _interpreter(model: bytes | str, delegates: Sequence[Delegate] = ()) -> Interpreter:
+    """Certification runs LiteRT's plan: no constant folding beyond weights (a single-op case
+    such as SHAPE or RANK of a fixed-shape input would otherwise be folded, and the delegate never
+    asked for it)."""
     if isinstance(model, bytes):
         return Interpreter(model_content=model, experimental_delegates=list(delegates),
-                           experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+                           experimental_op_resolver_type=OpResolverType.BUILTIN_REF, fold_constants=False)
     return Interpreter(model_path=model, experimental_delegates=list(delegates),
-                       experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+                       experimental_op_resolver_type=OpResolverType.BUILTIN_REF, fold_constants=False)
 
 
 def _feed(it: Interpreter, inputs: Sequence[np.ndarray]) -> None:

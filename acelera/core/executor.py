@@ -245,6 +245,8 @@ class Executor:
         resolver = getattr(self.runtime, "resolver", None)
         if resolver is not None and resolver(op) is not None:
             return False
+        if not getattr(self.runtime, "fold_constants", True) and op.op not in FOLDABLE:
+            return False  # the interpreter asked for LiteRT's plan: only weights are folded
         return op.op in registered()  # CUSTOM ops never fold
 
     def _defer(self, i: int) -> None:

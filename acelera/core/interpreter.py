@@ -271,7 +271,7 @@ class Interpreter:
                  experimental_compress_quantization_zero_points: bool = False,
                  experimental_disable_delegate_node_fusion: bool = False,
                  experimental_force_delegate_node_profiling: bool = False,
-                 max_memory_bytes: int | None = None):
+                 max_memory_bytes: int | None = None, fold_constants: bool = True):
         if not hasattr(self, "_custom_op_registerers"):
             self._custom_op_registerers: list[Any] = []
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
@@ -297,6 +297,9 @@ class Interpreter:
             raise InterpreterError("Can't both provide `model_path` and `model_content`")
         self._resolver = self._register_custom_ops(self._custom_op_registerers)
         self._model_runtime = ModelRuntime(self.model, self._resolver)
+        #: acelera extension: fold shape computations and constant expressions at allocate_tensors
+        #: (executor.py); False keeps every node but weight DEQUANTIZE/DENSIFY in the plan, as LiteRT
+        self._model_runtime.fold_constants = bool(fold_constants)
         self.delegates: list[Delegate] = [_as_delegate(d) for d in (experimental_delegates or [])]
         self._delegates = list(experimental_delegates or [])  # LiteRT keeps the objects it was given
         self._default: Delegate | None | Literal[False] = None  # the AUTO delegate, once looked up

@@ -29,6 +29,7 @@ class ModelRuntime:
         self._callees: dict[int, Any] = {}  # subgraph index -> Executor
         self._active: list[int] = []
         self.max_memory_bytes: int | None = None  # the interpreter's memory budget (Executor.prepare)
+        self.fold_constants = True  # Executor.prepare folds shape computations (Interpreter(fold_constants=))
 
     def lookup(self, op: Operator):
         """The kernel spec for `op`: the interpreter's resolver first, then the registry."""
