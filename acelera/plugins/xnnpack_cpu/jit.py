@@ -85,7 +85,7 @@ __all__ = [
     "OP_IM2COL_PADDED", "OP_SIGMOID", "OP_BINARY_ND", "OP_UNARY", "OP_MEAN_MID", "OP_TRANSPOSE", "OP_BMM",
     "OP_LAYER_NORM",
     "epilogue", "epilogue_onto", "epilogue_partial", "dw_1x1", "pool_max", "pool_avg", "fc_chain",
-    "resize_bilinear", "mean_hw", "act_flat", "softmax_rows", "dw_rows", "gemm_small", "binary", "copy_runs",
+    "resize_bilinear", "mean_hw", "act_flat", "dw_rows", "gemm_small", "binary", "copy_runs",
     "im2col_padded", "sigmoid", "run_native", "run_native2",
 ]
 
@@ -93,7 +93,7 @@ __all__ = [
 # and no caller uses them then.
 if TYPE_CHECKING or AVAILABLE:
     from acelera.plugins.xnnpack_cpu.jit_depthwise import dw_1x1, dw_rows
-    from acelera.plugins.xnnpack_cpu.jit_elementwise import act_flat, binary, copy_runs, sigmoid, softmax_rows
+    from acelera.plugins.xnnpack_cpu.jit_elementwise import act_flat, binary, copy_runs, sigmoid
     from acelera.plugins.xnnpack_cpu.jit_gemm import (
         epilogue,
         epilogue_onto,
@@ -106,5 +106,5 @@ if TYPE_CHECKING or AVAILABLE:
     from acelera.plugins.xnnpack_cpu.jit_pool import mean_hw, pool_avg, pool_max, resize_bilinear
 else:  # pragma: no cover - exercised with ACELERA_XNNPACK_NUMBA=0
     epilogue = epilogue_onto = epilogue_partial = dw_1x1 = pool_max = pool_avg = fc_chain = resize_bilinear = None
-    mean_hw = act_flat = softmax_rows = dw_rows = gemm_small = binary = copy_runs = im2col_padded = None
+    mean_hw = act_flat = dw_rows = gemm_small = binary = copy_runs = im2col_padded = None
     sigmoid = run_native = run_native2 = None

@@ -1,5 +1,5 @@
 """numba element-wise kernels of the float steps: activations over a flat array (act_flat),
-SOFTMAX over rows (softmax_rows), binary ops with a broadcast vector (binary), runs of copies
+binary ops with a broadcast vector (binary), runs of copies
 (copy_runs: CONCATENATION, PAD) and LOGISTIC/swish on vector arithmetic only (sigmoid). Their
 numpy twins are in ops.py and spec.py. Imported only when numba is available (jit.AVAILABLE)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from acelera.plugins.xnnpack_cpu.jit_helpers import _U, _Z, _act_row, _jit
+from acelera.plugins.xnnpack_cpu.jit_helpers import _U, _act_row, _jit
 
 
 @_jit
@@ -20,25 +20,6 @@ def act_flat(out, kind, lo, hi, alpha):
             _act_row(out[r * k:(r + 1) * k], kind, lo, hi, alpha)
     else:
         _act_row(out, kind, lo, hi, alpha)
-
-
-@_jit
-def softmax_rows(x, out):
-    """SOFTMAX (beta 1) over the last axis of (rows, n): exp(x - max) / sum, float32."""
-    rows, n = x.shape
-    for r in range(rows):
-        a = x[r]
-        o = out[r]
-        m = a[0]
-        for j in range(1, n):
-            m = max(m, a[j])
-        sm = _Z
-        for j in range(n):
-            e = np.exp(a[j] - m)
-            o[j] = e
-            sm += e
-        for j in range(n):
-            o[j] = o[j] / sm
 
 
 # Element-wise binary ops: 0 ADD, 1 SUB, 2 MUL, 3 DIV, 4 MAXIMUM, 5 MINIMUM (LiteRT's
