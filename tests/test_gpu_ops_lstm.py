@@ -8,6 +8,7 @@ from gpu_testing import require_opencl
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import ModelBuilder
+from acelera.core.interpreter import OpResolverType
 
 require_opencl()
 
@@ -28,7 +29,7 @@ def test_basic_lstm(shape, half, version):
 def test_state_fed_back_over_steps():
     """Running the cell over a sequence by feeding activation and state back stays on the reference."""
     model, (x, a, s) = basic_lstm(2, 5, 8)
-    ref = Interpreter(model_content=model)
+    ref = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     gpu = Interpreter(model_content=model, experimental_delegates=[load_delegate("gpu-opencl", {
         "gpu_precision_loss_allowed": False})])
     states = {}

@@ -9,6 +9,7 @@ import pytest
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
+from acelera.core.interpreter import OpResolverType
 from acelera.core.partition import apply_delegates
 from acelera.plugins.coreml import SPEC
 from acelera.plugins.coreml.device import CoreMLDelegate, resolve_version
@@ -510,7 +511,7 @@ def test_export_programs_compute_the_partitions():
         ops = {interp.model.main.operators[n].name for p in parts for n in p.nodes}
         if options:
             assert len(parts) == 1 and len(ops) == 20  # the zoo: every op, one partition
-        ref = Interpreter(model_content=model)
+        ref = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         ref.allocate_tensors()
         x = np.random.default_rng(2).uniform(-1, 1, ref.get_input_details()[0]["shape"]).astype(F32)
         ref.set_tensor(ref.get_input_details()[0]["index"], x)

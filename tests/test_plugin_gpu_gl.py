@@ -17,6 +17,7 @@ from gpu_testing import require_gl, run_pair  # noqa: E402
 
 from acelera import Interpreter
 from acelera.core.builder import Const, In, Out, single_op_model
+from acelera.core.interpreter import OpResolverType
 
 require_gl()
 
@@ -218,7 +219,7 @@ def test_backend_selection(monkeypatch):
 
 def test_invoke_from_other_threads():
     model, data = CASES["CONV_2D"]
-    ref = Interpreter(model_content=model)
+    ref = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     ref.allocate_tensors()
     ref.set_tensor(ref.get_input_details()[0]["index"], data[0])
     ref.invoke()

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from xnnpack_testing import run
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
@@ -15,30 +16,6 @@ from acelera.samples import tiny_cnn
 
 F32, I8 = np.float32, np.int8
 QX, QY = (0.05, 3), (0.08, -2)  # activation quantization of int8 cases
-
-
-def run(model: bytes, seed: int = 0, **options):
-    """(reference outputs, delegate outputs, delegate interpreter, delegate)."""
-    rng = np.random.default_rng(seed)
-    ref = Interpreter(model_content=model)
-    ref.allocate_tensors()
-    d = load_delegate("xnnpack-cpu", options)
-    it = Interpreter(model_content=model, experimental_delegates=[d])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a prepare failure would fall back with a warning
-        it.allocate_tensors()
-    for det in ref.get_input_details():
-        dt = np.dtype(det["dtype"])
-        if np.issubdtype(dt, np.floating):
-            x = rng.uniform(-2, 2, det["shape"]).astype(dt)
-        else:
-            x = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, det["shape"]).astype(dt)
-        ref.set_tensor(det["index"], x)
-        it.set_tensor(det["index"], x)
-    ref.invoke()
-    it.invoke()
-    outs = [o["index"] for o in ref.get_output_details()]
-    return [ref.get_tensor(i) for i in outs], [it.get_tensor(i) for i in outs], it, d
 
 
 def check(model: bytes, rel: float = 1e-5, delegated: bool = True, **options):

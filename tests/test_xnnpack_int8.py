@@ -8,14 +8,14 @@ nodes that fall back, and why), and results stay bit-exact with acelera's refere
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 from numba import njit
+from xnnpack_testing import run
 
-from acelera import Interpreter, load_delegate
+from acelera import Interpreter
 from acelera.core.builder import Const, In, Out, single_op_model
 from acelera.core.kernels.prepared import QuantizedConvParams, QuantizedFCParams, prepared_params
 from acelera.core.kernels.registry import NodeContext
@@ -32,32 +32,6 @@ SHARED_INT8 = ["face_detection_short_range_int8", "face_landmark_int8", "hand_re
 @pytest.fixture(autouse=True)
 def numba_kernels(monkeypatch):
     monkeypatch.setattr(jit, "AVAILABLE", True)  # numba is a dependency; ACELERA_XNNPACK_NUMBA=0 must not hide a bug
-
-
-def run(model: bytes, seed: int = 0, **options):
-    """(reference outputs, delegate outputs, delegate interpreter, delegate), same random inputs."""
-    rng = np.random.default_rng(seed)
-    ref = Interpreter(model_content=model)
-    ref.allocate_tensors()
-    d = load_delegate("xnnpack-cpu", options)
-    it = Interpreter(model_content=model, experimental_delegates=[d])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        it.allocate_tensors()
-    for det in ref.get_input_details():
-        dt = np.dtype(det["dtype"])
-        if np.issubdtype(dt, np.floating):
-            x = rng.uniform(-2, 2, det["shape"]).astype(dt)
-        elif dt.itemsize >= 4:  # token ids and indices
-            x = rng.integers(0, 16, det["shape"]).astype(dt)
-        else:
-            x = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, det["shape"]).astype(dt)
-        ref.set_tensor(det["index"], x)
-        it.set_tensor(det["index"], x)
-    ref.invoke()
-    it.invoke()
-    outs = [o["index"] for o in ref.get_output_details()]
-    return [ref.get_tensor(i) for i in outs], [it.get_tensor(i) for i in outs], it, d
 
 
 def quant_specs(d) -> list[QuantSpec]:

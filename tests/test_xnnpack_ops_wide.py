@@ -5,15 +5,16 @@ delegate (float32 within 1e-5 of max(1, |ref|), int8 bit-exact) with every node 
 """
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from xnnpack_testing import run
 from xnnpack_wide_cases import FLOAT_CASES, INT8_CASES, QX, QY, fc, reduce
 
 from acelera import Interpreter, load_delegate
 from acelera.core.builder import In, Out, single_op_model
+from acelera.core.interpreter import OpResolverType
 from acelera.plugins.xnnpack_cpu import jit
 
 F32, I8 = np.float32, np.int8
@@ -25,33 +26,8 @@ def numba_kernels(monkeypatch):
     monkeypatch.setattr(jit, "AVAILABLE", True)
 
 
-def run(model: bytes, lo: float = -2.0, hi: float = 2.0, seed: int = 0):
-    """(reference outputs, delegate outputs, delegate interpreter), same random inputs."""
-    rng = np.random.default_rng(seed)
-    ref = Interpreter(model_content=model)
-    ref.allocate_tensors()
-    it = Interpreter(model_content=model, experimental_delegates=[load_delegate("xnnpack-cpu")])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a prepare failure would fall back with a warning
-        it.allocate_tensors()
-    for det in ref.get_input_details():
-        dt = np.dtype(det["dtype"])
-        if np.issubdtype(dt, np.floating):
-            x = rng.uniform(lo, hi, det["shape"]).astype(dt)
-        elif dt.itemsize >= 4:  # token ids
-            x = rng.integers(0, 16, det["shape"]).astype(dt)
-        else:
-            x = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, det["shape"]).astype(dt)
-        ref.set_tensor(det["index"], x)
-        it.set_tensor(det["index"], x)
-    ref.invoke()
-    it.invoke()
-    outs = [o["index"] for o in ref.get_output_details()]
-    return [ref.get_tensor(i) for i in outs], [it.get_tensor(i) for i in outs], it
-
-
 def check(model: bytes, lo: float = -2.0, hi: float = 2.0, rel: float = 1e-5) -> None:
-    want, got, it = run(model, lo, hi)
+    want, got, it, _ = run(model, lo=lo, hi=hi)
     n = len(it.model.main.operators)
     assert it.delegation.nodes_of("xnnpack-cpu") == list(range(n)), it.delegation.rejections
     for w, g in zip(want, got):
@@ -83,7 +59,8 @@ def test_float_reduce_max_min_skip_nan_like_the_reference(op):
     x = np.array([[np.nan, 1, 2, -1], [np.nan] * 4, [np.inf, -np.inf, 0, np.nan]], F32)
     outs = []
     for delegates in ([], [load_delegate("xnnpack-cpu")]):
-        it = Interpreter(model_content=model, experimental_delegates=delegates)
+        it = Interpreter(model_content=model, experimental_delegates=delegates,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         it.allocate_tensors()
         it.set_tensor(it.get_input_details()[0]["index"], x)
         it.invoke()
@@ -117,7 +94,7 @@ def test_rules_reject_with_readable_reasons(model, reason):
 def test_zoo_transformers_are_mostly_delegated_and_agree(name, most):
     """Their FULLY_CONNECTED v5, BATCH_MATMUL, MEAN over the channels, RSQRT and GELU nodes used to
     split them into 11 to 24 partitions on the CPU kernels."""
-    want, got, it = run((ZOO / f"{name}.tflite").read_bytes())
+    want, got, it, _ = run((ZOO / f"{name}.tflite").read_bytes())
     assert len(it.delegation.nodes_of("xnnpack-cpu")) >= most, it.delegation.rejections
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=0, atol=1e-4 * max(1.0, float(np.max(np.abs(w)))))
