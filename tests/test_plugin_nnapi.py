@@ -7,6 +7,7 @@ import pytest
 from acelera import Interpreter, load_delegate
 from acelera.cli.app import main
 from acelera.core.builder import Const, In, ModelBuilder, Out, single_op_model
+from acelera.core.interpreter import OpResolverType
 from acelera.plugins.nnapi import SPEC
 from acelera.plugins.nnapi.delegate import NnapiDelegate, NnapiOptionWarning
 from acelera.registrar.flags import FlagError
@@ -197,7 +198,8 @@ def test_declared_table_agrees_with_the_default_delegate(models_dir):
 
 def run(model, delegates, seed=0):
     kw = {"model_path": str(model)} if not isinstance(model, bytes) else {"model_content": model}
-    it = Interpreter(**kw, experimental_delegates=delegates, num_threads=1)
+    it = Interpreter(**kw, experimental_delegates=delegates, num_threads=1,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     rng = np.random.default_rng(seed)
     for det in it.get_input_details():
