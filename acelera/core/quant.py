@@ -87,6 +87,13 @@ def _is_scalar(v) -> bool:
     return v.__class__ is int or isinstance(v, np.integer) or (isinstance(v, np.ndarray) and v.ndim == 0)
 
 
+def _one_value(v, acc) -> bool:
+    """v is a scalar, or an array of one element that broadcasting against `acc` leaves out."""
+    if v.__class__ is np.ndarray:
+        return v.size == 1 and v.ndim <= np.ndim(acc)
+    return _is_scalar(v)
+
+
 def rounding_divide_by_pot(x, exponent) -> np.ndarray:
     """gemmlowp RoundingDivideByPOT: divide by 2**exponent (0..62) rounding half away from zero.
 
@@ -152,8 +159,9 @@ def multiply_by_quantized_multiplier_inplace(acc: np.ndarray, multiplier, shift)
     SaturatingRoundingDoublingHighMul(a, m) = floor((a*m + 2**30) / 2**31), and
     RoundingDivideByPOT(v, r) = floor((v + 2**(r-1) - [v < 0]) / 2**r) for r > 0.
     """
-    if _is_scalar(multiplier) and _is_scalar(shift):
-        mi, sh = int(multiplier), int(shift)
+    if _one_value(multiplier, acc) and _one_value(shift, acc):
+        mi, sh = int(multiplier.flat[0]) if multiplier.__class__ is np.ndarray else int(multiplier), \
+            int(shift.flat[0]) if shift.__class__ is np.ndarray else int(shift)
         if mi != INT32_MIN and -31 <= sh <= 31 and acc.__class__ is np.ndarray:
             return multiply_by_quantized_multiplier_scalar_inplace(acc, mi, sh)
     m = np.asarray(multiplier, np.int64)
@@ -232,21 +240,30 @@ def multiply_by_quantized_multiplier_int64(x, multiplier, shift) -> np.ndarray:
 def multiply_by_quantized_multiplier_int64_inplace(acc: np.ndarray, multiplier, shift) -> np.ndarray:
     """The int64 MultiplyByQuantizedMultiplier in place in `acc` (an int64 array the caller
     owns, |values| < 2**47); returns the array."""
-    if _is_scalar(multiplier) and _is_scalar(shift) and acc.__class__ is np.ndarray and 1 <= 15 - shift <= 63:
-        m, total_shift = int(multiplier), 15 - int(shift)
-        acc *= (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
-        acc += 1 << (total_shift - 1)
-        acc >>= total_shift
-        return wrap_int32_inplace(acc)
+    if _one_value(multiplier, acc) and _one_value(shift, acc) and acc.__class__ is np.ndarray:
+        m = int(multiplier.flat[0]) if multiplier.__class__ is np.ndarray else int(multiplier)
+        total_shift = 15 - (int(shift.flat[0]) if shift.__class__ is np.ndarray else int(shift))
+        if 1 <= total_shift <= 63:
+            acc *= (m + (1 << 15)) >> 16 if m < 0x7FFF0000 else 0x7FFF
+            acc += 1 << (total_shift - 1)
+            acc >>= total_shift
+            return wrap_int32_inplace(acc)
     multiplier = np.asarray(multiplier, np.int64)
     shift = np.asarray(shift, np.int64)
-    full = np.broadcast_shapes(acc.shape, multiplier.shape, shift.shape)
-    if acc.shape != full:
-        acc = np.array(np.broadcast_to(acc, full))
-    reduced = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
-    total_shift = 15 - shift
+    if not (acc.__class__ is np.ndarray and acc.ndim and multiplier.ndim <= 1 and shift.ndim <= 1
+            and multiplier.size in (1, acc.shape[-1]) and shift.size in (1, acc.shape[-1])):
+        full = np.broadcast_shapes(np.shape(acc), multiplier.shape, shift.shape)
+        if np.shape(acc) != full:
+            acc = np.array(np.broadcast_to(acc, full))
+    # (m + 2**15) >> 16 reaches 0x7FFF exactly where m >= 0x7FFF0000 first
+    reduced = multiplier + (1 << 15)
+    reduced >>= 16
+    np.minimum(reduced, 0x7FFF, out=reduced)
+    total_shift = np.subtract(15, shift)
     acc *= reduced
-    acc += np.int64(1) << (total_shift - 1)
+    total_shift -= 1
+    acc += np.left_shift(1, total_shift)
+    total_shift += 1
     acc >>= total_shift
     return wrap_int32_inplace(acc)  # the C++ narrows to int32_t without saturating
 
@@ -298,3 +315,48 @@ def quantize(real: np.ndarray, scale: float, zero_point: int, dtype) -> np.ndarr
 
 def dequantize(q: np.ndarray, scale, zero_point) -> np.ndarray:
     return ((np.asarray(q, np.int32) - np.asarray(zero_point, np.int32)) * np.asarray(scale, np.float32)).astype(np.float32)
+
+
+
+_UNSET = np.iinfo(np.int64).min
+
+
+class MemoTable:
+    """A cache of an int64 function of non-negative integer keys (row sums), for kernels whose
+    per-row fixed-point step costs dozens of numpy calls but depends only on that key.
+
+    `fill` maps an int64 array of keys to their int64 values. Keys below `bound` (when it is at
+    most `slots`) index a table directly; other keys share `slots` direct-mapped entries (the
+    key's low bits) that remember which key they hold. A kernel's table belongs to one
+    interpreter, which runs on one thread at a time."""
+
+    __slots__ = ("fill", "mask", "direct", "keys", "values")
+
+    def __init__(self, fill, bound: int | None = None, slots: int = 1 << 12) -> None:
+        self.fill = fill
+        self.direct = bound is not None and bound <= slots
+        size = max(bound, 1) if bound is not None and self.direct else slots
+        self.mask = size - 1  # slots is a power of two
+        self.keys = np.full(size, -1, np.int64)
+        self.values = np.zeros(size, np.int64)
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        if self.direct:
+            v = self.values.take(keys)
+            miss = self.keys.take(keys) < 0
+            if not miss.any():
+                return v
+            slot = keys
+        else:
+            slot = keys & self.mask
+            v = self.values.take(slot)
+            miss = self.keys.take(slot) != keys
+            if not miss.any():
+                return v
+        k = keys[miss]
+        f = self.fill(k.astype(np.int64))
+        v[miss] = f
+        s = slot[miss]
+        self.values[s] = f
+        self.keys[s] = k
+        return v

@@ -12,6 +12,7 @@ padded, converted or channel-repeated copy of the whole input is made.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -147,16 +148,12 @@ class Geometry:
         the padding hold `fill` (a scalar, or one value per batch)."""
         dt = np.dtype(dtype if dtype is not None else x.dtype)
         rows, ci = r1 - r0, self.c // groups
-        cols = np.empty((self.n, rows, self.ow, self.kh, self.kw, groups, ci), dt)
-        cols[...] = np.reshape(np.asarray(fill, dt), (-1,) + (1,) * 6)
-        for ky in range(self.kh):
-            for kx in range(self.kw):
-                v = self._valid(r0, r1, ky, kx)
-                if v is None:
-                    continue
-                a, b, p, q, iy, ix = v
-                src = x[:, iy:iy + (b - a - 1) * self.sh + 1:self.sh, ix:ix + (q - p - 1) * self.sw + 1:self.sw, :]
-                cols[:, a - r0:b - r0, p:q, ky, kx] = src.reshape(src.shape[:3] + (groups, ci))
+        cols = np.empty((self.n, rows, self.ow, self.kh, self.kw, self.c), dt)
+        taps, covered = _tap_plan(self, r0, r1)
+        if not covered:
+            cols[...] = np.reshape(np.asarray(fill, dt), (-1,) + (1,) * 5)
+        for dst_rows, dst_cols, ky, kx, src_rows, src_cols in taps:
+            cols[:, dst_rows, dst_cols, ky, kx] = x[:, src_rows, src_cols]
         m = self.n * rows * self.ow
         if groups == 1:
             return cols.reshape(m, self.kh * self.kw * self.c)
@@ -185,6 +182,25 @@ class Geometry:
                 dst.reshape(dst.shape[:3] + (self.c, repeat))[...] = src[..., None]
         return Geometry(self.n, hp, wp, self.c * repeat, self.kh, self.kw, self.sh, self.sw, self.dh, self.dw,
                         rows, self.ow, 0, 0), xb
+
+
+@functools.lru_cache(maxsize=256)
+def _tap_plan(g: Geometry, r0: int, r1: int) -> tuple[tuple[tuple[slice, slice, int, int, slice, slice], ...], bool]:
+    """The taps of output rows [r0, r1) that read the input: (output rows, output columns, ky,
+    kx, input rows, input columns) slices, and whether they cover every patch entry."""
+    taps = []
+    covered = True
+    for ky in range(g.kh):
+        for kx in range(g.kw):
+            v = g._valid(r0, r1, ky, kx)
+            if v is None:
+                covered = False
+                continue
+            a, b, p, q, iy, ix = v
+            covered = covered and (a, b, p, q) == (r0, r1, 0, g.ow)
+            taps.append((slice(a - r0, b - r0), slice(p, q), ky, kx,
+                         slice(iy, iy + (b - a - 1) * g.sh + 1, g.sh), slice(ix, ix + (q - p - 1) * g.sw + 1, g.sw)))
+    return tuple(taps), covered
 
 
 def weight_matrix(w: np.ndarray, groups: int, dtype) -> np.ndarray:

@@ -41,6 +41,7 @@ from acelera.core.kernels.unary_common import (
     require_per_tensor,
 )
 from acelera.core.quant import (
+    MemoTable,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     rounding_divide_by_pot,
@@ -520,6 +521,19 @@ def log_softmax(node: NodeContext):
     info = np.iinfo(x.dtype)
     lo, hi = int(info.min), int(info.max)
 
+    def row_constants(sums: np.ndarray) -> np.ndarray:
+        """Per row sum of exps: log_sum << 16 | (the masking threshold + 256). Only differences
+        in [-255, 0] are compared with the threshold, so it is clamped to [-256, 0]."""
+        log_sum = np.asarray(log_x_for_x_greater_than_or_equal_to_1(wrap_int32_inplace(sums), 12, 5), np.int64)
+        adjusted = np.maximum(diff_min - 1, multiply_by_quantized_multiplier(log_sum + INT32_MIN, rev_mult, rev_shift))
+        clip_ufunc(adjusted, -256, 0, out=adjusted)
+        adjusted += 256
+        return (log_sum << 16) | adjusted
+
+    depth = x.shape[-1]
+    # Row sums are non-negative and below the bound: int32 addition never wraps.
+    memo = MemoTable(row_constants) if 0 < depth * int(exp_q12.max()) <= INT32_MAX else None
+
     def run(a):
         if a.size == 0:
             return np.empty(a.shape, x.dtype)
@@ -527,16 +541,16 @@ def log_softmax(node: NodeContext):
         diff = r.astype(np.intp)
         diff -= np.maximum.reduce(r, axis=1, keepdims=True)
         idx = diff + 255
-        sum_of_exps = np.add.reduce(exp_q12.take(idx), axis=1, keepdims=True)
-        log_sum = log_x_for_x_greater_than_or_equal_to_1(wrap_int32_inplace(sum_of_exps), 12, 5)
-        rescaled_diff_min = log_sum + INT32_MIN
-        adjusted = np.maximum(diff_min - 1,
-                              multiply_by_quantized_multiplier(rescaled_diff_min, rev_mult, rev_shift))
+        sums = np.add.reduce(exp_q12.take(idx), axis=1)
+        packed = memo(sums) if memo is not None and r.shape[1] == depth else row_constants(sums)
+        log_sum = (packed >> 16)[:, None]
+        packed &= 0xFFFF
+        packed -= 256
         out = rescaled.take(idx)
         out -= log_sum
         out = rdbpot(wrap_int32_inplace(out), 31 - 5 - 4)
         out += hi
         clip_ufunc(out, lo, hi, out=out)
-        out[diff <= adjusted] = lo
+        out[diff <= packed[:, None]] = lo
         return out.astype(x.dtype).reshape(a.shape)
     return run
