@@ -1,18 +1,20 @@
-"""The LSTM kernels' fast sequence loops against LiteRT.
+"""The LSTM kernels' sequence loops against LiteRT.
 
-Float (lstm_float._FastLoop: LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM without layer norm, peephole,
-diagonal weights or a NONE activation) and integer (lstm_integer.IntegerSequence: the 8x8_16
-kernel without layer norm, peephole or projection), over the variants their arithmetic takes:
-input products through one-hot columns or added per step, per-step views made at prepare or
-not; recurrent multipliers that shift right (by 1, or by 20 and more: the int64 matmul), not at
-all or left, the cell scale inside or below LiteRT's tanh range (the output then reads the input
-gate, and i * g wraps in int16), CIFG, cell clip, the hidden zero point, biases large enough
-for the input accumulators to wrap. Several invokes carry the states over; integer outputs are
-bit-exact, float ones within 1e-4 of max(1, |ref|).
+The numba loops (sequence_native through lstm_float.NativeDirection: LSTM and
+UNIDIRECTIONAL_SEQUENCE_LSTM without layer norm, peephole, diagonal weights or a NONE activation;
+lstm_integer.NativeSequence: the 8x8_16 kernel without layer norm or peephole), and the numpy
+loops run without numba (lstm_float._FastLoop, lstm_integer.IntegerSequence: no projection),
+over the variants their arithmetic takes: input products through one-hot columns or added per
+step, per-step views made at prepare or not; recurrent multipliers that shift right (by 1, or by
+20 and more: the int64 matmul), not at all or left, the cell scale inside or below LiteRT's tanh
+range (the output then reads the input gate, and i * g wraps in int16), CIFG, cell clip,
+projection, the hidden zero point, biases large enough for the input accumulators to wrap.
+Several invokes carry the states over; integer outputs are bit-exact, float ones within 1e-4 of
+max(1, |ref|).
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from unittest import mock
 
 import numpy as np
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 
 from acelera.core.builder import ModelBuilder
 from acelera.core.interpreter import Interpreter
-from acelera.core.kernels import lstm_float, lstm_integer
+from acelera.core.kernels import lstm_float, lstm_integer, sequence_native
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -139,12 +141,18 @@ def feeds_and_states(case: dict, mode: str, x_shape, states, n_invokes: int = 3)
     return feeds, {h: rng.uniform(-1, 1, sh).astype(np.float32), c: rng.uniform(-1, 1, sc).astype(np.float32)}
 
 
-def check(op: str, mode: str, case: dict, n_invokes: int = 3) -> list:
-    """Runs the case against LiteRT; returns the fast loops that ran ((instance, args) pairs)."""
+def check(op: str, mode: str, case: dict, n_invokes: int = 3, native: bool = True) -> list:
+    """Runs the case against LiteRT with the numba loops (or, native=False, as without numba);
+    returns the loops that ran ((instance, args) pairs)."""
     model, x_shape, states = lstm_model(op, mode, **case)
     feeds, init = feeds_and_states(case, mode, x_shape, states, n_invokes)
-    cls, method = (lstm_integer.IntegerSequence, "_run") if mode == "integer" else (lstm_float._FastLoop, "run")
-    with recording(cls, method) as calls:
+    if native:
+        cls, method = (lstm_integer.NativeSequence, "__call__") if mode == "integer" else (
+            lstm_float.NativeDirection, "__call__")
+    else:
+        cls, method = (lstm_integer.IntegerSequence, "_run") if mode == "integer" else (lstm_float._FastLoop, "run")
+    without_numba = mock.patch.object(sequence_native, "kernels", lambda: None)
+    with without_numba if not native else nullcontext(), recording(cls, method) as calls:
         assert_matches(model, feeds, init)
     return calls
 
@@ -167,12 +175,14 @@ def float_case(draw, sequence: bool = True):
 @given(case=float_case())
 def test_float_sequence(case):
     assert check("UNIDIRECTIONAL_SEQUENCE_LSTM", "float", case)
+    assert check("UNIDIRECTIONAL_SEQUENCE_LSTM", "float", case, native=False)
 
 
 @settings(SETTINGS, max_examples=15)
 @given(case=float_case(sequence=False))
 def test_float_lstm(case):
     assert check("LSTM", "float", case)
+    assert check("LSTM", "float", case, native=False)
 
 
 @pytest.mark.parametrize("n_time, n_batch, time_major", [(130, 2, False), (90, 3, True), (4100, 1, False)])
@@ -181,12 +191,14 @@ def test_float_long_sequences(n_time, n_batch, time_major):
     per-step views are made at each invoke."""
     case = dict(n_batch=n_batch, n_time=n_time, n_input=3, n_cell=4, n_output=4, cell_clip=3.0,
                 time_major=time_major, seed=n_time)
-    loops = check("UNIDIRECTIONAL_SEQUENCE_LSTM", "float", case, n_invokes=2)
+    assert check("UNIDIRECTIONAL_SEQUENCE_LSTM", "float", case, n_invokes=2)
+    loops = check("UNIDIRECTIONAL_SEQUENCE_LSTM", "float", case, n_invokes=2, native=False)
     assert loops and not loops[0][0].one_hot
     assert (loops[0][0].views is None) == (n_time > lstm_float.VIEW_STEPS)
 
 
-def test_float_non_finite_inputs():
+@pytest.mark.parametrize("native", [True, False])
+def test_float_non_finite_inputs(native):
     """An inf or nan input step spoils that step and the later ones only (the one-hot columns
     would carry 0 * inf into every step: such invokes add the input products per step)."""
     case = dict(n_batch=2, n_time=6, n_input=3, n_cell=4, n_output=4, cell_clip=3.0, seed=7)
@@ -196,7 +208,8 @@ def test_float_non_finite_inputs():
     feeds, states = [x, np.zeros(x_shape, np.float32)], {h: np.zeros((2, 4), np.float32),
                                                           c: np.zeros((2, 4), np.float32)}
     want = _invoke_all(_litert(model), feeds, states)
-    got = _invoke_all(Interpreter(model_content=model), feeds, states)
+    with mock.patch.object(sequence_native, "kernels", lambda: None) if not native else nullcontext():
+        got = _invoke_all(Interpreter(model_content=model), feeds, states)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
         np.testing.assert_allclose(np.nan_to_num(g), np.nan_to_num(w), atol=1e-4)
@@ -214,8 +227,10 @@ R_SCALES = {"unshifted": 0.02, "right": 0.005, "far_right": 1e-8, "left": 0.1}
 def integer_case(draw, sequence: bool = True):
     n_cell = draw(st.integers(1, 8))
     cifg = draw(st.booleans())
+    proj = draw(st.booleans())
     return dict(n_batch=draw(st.integers(1, 3)), n_time=draw(st.integers(1, 10)) if sequence else 1,
-                n_input=draw(st.integers(1, 6)), n_cell=n_cell, n_output=n_cell, cifg=cifg,
+                n_input=draw(st.integers(1, 6)), n_cell=n_cell, n_output=draw(st.integers(1, 6)) if proj else n_cell,
+                cifg=cifg, proj=proj, proj_bias=draw(st.booleans()), proj_clip=draw(st.sampled_from([0.0, 0.3])),
                 cell_clip=draw(st.sampled_from([0.0, 0.004, 0.05])), time_major=draw(st.booleans()),
                 w_scale=draw(st.sampled_from([0.002, 0.01, 0.02, 0.06])),
                 r_scale=R_SCALES[draw(st.sampled_from(sorted(R_SCALES)))],
@@ -228,12 +243,14 @@ def integer_case(draw, sequence: bool = True):
 @given(case=integer_case())
 def test_integer_sequence(case):
     assert check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case, n_invokes=4)
+    assert bool(check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case, n_invokes=4, native=False)) != case["proj"]
 
 
 @settings(SETTINGS, max_examples=15)
 @given(case=integer_case(sequence=False))
 def test_integer_lstm(case):
     assert check("LSTM", "integer", case)
+    assert bool(check("LSTM", "integer", case, native=False)) != case["proj"]
 
 
 @pytest.mark.parametrize("cifg, cell_log2", [(False, -11), (True, -12), (False, -18)])
@@ -243,7 +260,8 @@ def test_integer_variants(r_scale, cifg, cell_log2):
     matmul, the tanh of the cell state or (below 2^-15) the input gate with i * g wrapping."""
     case = dict(n_batch=2, n_time=6, n_input=5, n_cell=4, n_output=4, cifg=cifg, cell_log2=cell_log2,
                 r_scale=R_SCALES[r_scale], hidden_zp=2, h_zp=-3, x_zp=4, seed=len(r_scale))
-    loops = check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case)
+    assert check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case)
+    loops = check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case, native=False)
     seq, (rec, *_) = loops[0]
     assert rec.exact == (r_scale != "far_right")
     assert (seq.tanh is None) == (cell_log2 < -15) == seq.wrap
@@ -253,11 +271,13 @@ def test_integer_input_accumulators_that_wrap():
     """Biases near the int32 limit: the input products may wrap, so they take the general
     MultiplyByQuantizedMultiplier (the step loop stays fast)."""
     case = dict(n_batch=2, n_time=5, n_input=4, n_cell=3, n_output=3, bias_range=2 ** 31 - 1, seed=3)
-    loops = check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case)
+    assert check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case)
+    loops = check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case, native=False)
     assert loops and not loops[0][0].built[0].ok
 
 
 def test_integer_long_sequence():
     case = dict(n_batch=1, n_time=4100, n_input=2, n_cell=3, n_output=3, seed=4)
-    loops = check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case, n_invokes=2)
+    assert check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case, n_invokes=2)
+    loops = check("UNIDIRECTIONAL_SEQUENCE_LSTM", "integer", case, n_invokes=2, native=False)
     assert loops and loops[0][0]._states(loops[0][1][0].dtype)[4] is None

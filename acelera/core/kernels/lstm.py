@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from acelera.core.kernels import sequence_native
 from acelera.core.kernels.common import check_type
 from acelera.core.kernels.lstm_basic import basic_lstm
 from acelera.core.kernels.lstm_float import FullLstm
 from acelera.core.kernels.lstm_hybrid import FloatOrHybridCell
-from acelera.core.kernels.lstm_integer import IntegerCell, IntegerSequence
+from acelera.core.kernels.lstm_integer import IntegerCell, IntegerSequence, NativeSequence
 from acelera.core.kernels.lstm_spec import BIDI_BW, BIDI_FW, CELL_STATE, I2O, INPUT, LN_F, OUT_STATE, SEQ_LAYOUT, Spec
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.model import Tensor
@@ -96,12 +97,20 @@ class _QuantizedLstm:
             self.cell = FloatOrHybridCell(node, self.spec)
             self.dtypes = (np.float32, np.float32, np.float32)
         self.out_shape = shape[:-1] + (self.spec.n_output,)
-        if isinstance(self.cell, IntegerCell) and self.cell.fast:  # mode == "integer"
+        self.native: NativeSequence | None = None
+        if isinstance(self.cell, IntegerCell) and NativeSequence.applies(self.cell):  # mode == "integer"
+            kernels = sequence_native.kernels()
+            if kernels is not None:
+                self.native = NativeSequence(kernels["lstm_int8"], self.cell, n_time, n_batch, self.time_major,
+                                             self.out_shape)
+        if isinstance(self.cell, IntegerCell) and self.cell.fast and self.native is None:
             self.fast = IntegerSequence(self.cell, n_time, n_batch, self.time_major, self.out_shape)
 
     def __call__(self, *args):
         spec = self.spec
         nb, nt = self.n_batch, self.n_time
+        if self.native is not None:
+            return self.native(args)
         if self.fast is not None:
             out = self.fast(args)
             if out is not None:

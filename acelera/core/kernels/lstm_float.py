@@ -20,6 +20,7 @@ import operator
 
 import numpy as np
 
+from acelera.core.kernels import sequence_native
 from acelera.core.kernels.common import NONE, RELU, RELU6, RELU_N1_TO_1, SIGN_BIT, TANH
 from acelera.core.kernels.lstm_spec import (
     BC,
@@ -126,14 +127,22 @@ class _Weights:
     def __init__(self, indices: tuple[int, ...], build):
         self.indices = indices
         self.build = build
-        self.arrays: tuple = ()
+        self.arrays: list = []
         self.value = None
+        # The arrays' ids (valid while self.arrays holds them), picked in one call.
+        self.pick = operator.itemgetter(*indices, *indices[:1]) if indices else None
+        self.top = max(indices, default=-1)
+        self.ids: tuple | None = None
 
     def get(self, args):
+        if self.pick is not None and len(args) > self.top and self.ids == tuple(map(id, self.pick(args))):
+            return self.value
         arrays = [args[i] if i < len(args) else None for i in self.indices]
         if not self.arrays or not all(map(operator.is_, arrays, self.arrays)):
             self.value = self.build(tuple(arrays))
             self.arrays = arrays
+        if self.pick is not None and len(args) > self.top:
+            self.ids = tuple(map(id, self.pick(args)))
         return self.value
 
 
@@ -234,6 +243,71 @@ class _FastLoop:
                     add(h, proj[1], h)
                 if self.proj_clip is not None:
                     clip_ufunc(h, self.proj_clip[0], self.proj_clip[1], h)
+
+
+def state_view(a: np.ndarray, shape: tuple[int, int], dtype: type) -> tuple[np.ndarray, bool]:
+    """A C-contiguous writable [batch, n] view of a state tensor, or a copy (True: write it back)."""
+    if a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable:
+        return a.reshape(shape), False
+    return np.array(a, dtype).reshape(shape), True
+
+
+def native_input(x, rows: int, n: int, dtype: type) -> np.ndarray:
+    """x as the C-contiguous writable [rows, n] array numba's loops take (one signature)."""
+    x = np.asarray(x, dtype).reshape(rows, n)
+    return x if x.flags.writeable else x.copy()
+
+
+class NativeDirection:
+    """One direction of the float LSTM run by sequence_native.lstm_float: gates stacked [i, f,
+    c, o] (CIFG: the i block unused), input products of all steps in one GEMM (inside the loop
+    when small), the step loop in numba."""
+
+    SMALL = 1 << 15  # rows * n_input * 4 n_cell up to which the loop computes the input products
+
+    def __init__(self, kernel, gates: str, indices: tuple[int, ...], proj: tuple[int, int] | None,
+                 shape: tuple[int, int, int, int, int], time_major: bool, reverse: bool, out_col: int,
+                 act: int, clips: tuple[F32, F32]):
+        from acelera.core.kernels import sequence_native as sn
+        nt, nb, ni, nc, no = shape
+        self.kernel, self.gates, self.shape = kernel, gates, shape
+        rows = nt * nb
+        self.project = rows * ni * 4 * nc <= self.SMALL
+        cfg = [0] * (sn.ACT + 1)
+        cfg[sn.N_TIME], cfg[sn.N_BATCH], cfg[sn.TIME_MAJOR], cfg[sn.REVERSE] = nt, nb, int(time_major), int(reverse)
+        cfg[sn.OUT_COL], cfg[sn.CIFG], cfg[sn.PROJECT] = out_col, int("i" not in gates), int(self.project)
+        cfg[sn.USE_PROJ], cfg[sn.ACT] = int(proj is not None), act
+        self.cfg = np.array(cfg, np.int64)
+        self.clips = np.array(clips, F32)
+        self.xw = np.zeros((rows, 4 * nc), F32)
+        self.params = _Weights(indices + (proj or ()), self._build)
+
+    def _build(self, arrays):
+        nt, nb, ni, nc, no = self.shape
+        k = len(self.gates)
+        w, r, b = (dict(zip(self.gates, arrays[j * k:(j + 1) * k])) for j in range(3))
+        w_in = np.zeros((ni + 1, 4 * nc), F32)
+        w_rec = np.zeros((no, 4 * nc), F32)
+        for j, g in enumerate("ifco"):
+            if g in w:
+                w_in[:ni, j * nc:(j + 1) * nc] = _f32(w[g]).T
+                w_in[ni, j * nc:(j + 1) * nc] = _f32(b[g])
+                w_rec[:, j * nc:(j + 1) * nc] = _f32(r[g]).T
+        proj = np.zeros((nc + 1, no), F32)
+        if len(arrays) > 3 * k:
+            proj[:nc] = _f32(arrays[3 * k]).T
+            if arrays[3 * k + 1] is not None:
+                proj[nc] = _f32(arrays[3 * k + 1])
+        return w_in, w_rec, proj
+
+    def __call__(self, args, x: np.ndarray, h: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
+        """Runs the sequence x [rows, n_input] from states h, c (updated in place) into out."""
+        w_in, w_rec, proj = self.params.get(args)
+        xw = self.xw
+        if not self.project and xw.size:
+            np.matmul(x, w_in[:-1], xw)
+            np.add(xw, w_in[-1], xw)
+        self.kernel(x, w_in, xw, w_rec, proj, h, c, out, self.cfg, self.clips)
 
 
 class FullLstm:
@@ -379,8 +453,17 @@ class FullLstm:
 
         # Fast path: no layer norm, peephole, diagonal weights or NONE activation.
         self.fast = not (self.use_ln or self.peephole or any(diag.values()) or self.act == NONE)
-        if self.fast:
-            order = [g for g in "ifco" if g in gates]
+        self.native: NativeDirection | None = None
+        kernels = sequence_native.kernels() if self.fast else None
+        if kernels is not None:
+            order = "".join(g for g in "ifco" if g in gates)
+            self.native = NativeDirection(
+                kernels["lstm_float"], order, tuple(w_idx[g] for g in order) + tuple(r_idx[g] for g in order)
+                + tuple(b_idx[g] for g in order), (PROJ_W, PROJ_B) if self.use_proj else None,
+                (self.n_time, self.n_batch, n_input, n_cell, n_output), self.time_major, False, 0, self.act,
+                (self.cell_clip, self.proj_clip))
+        elif self.fast:
+            order = "".join(g for g in "ifco" if g in gates)
             self.loop = _FastLoop(self.n_time, self.n_batch, n_output, n_cell, self.time_major, self.act,
                                   self.cell_clip, self.proj_clip)
             self.fast_params = _Weights(
@@ -411,6 +494,8 @@ class FullLstm:
         return w_in, bias, proj
 
     def __call__(self, *args):
+        if self.native is not None:
+            return self._run_native(args)
         if self.fast:
             return self._run_fast(args)
         x = np.asarray(args[INPUT], np.float32)
@@ -426,6 +511,22 @@ class FullLstm:
         c_state[...] = c.reshape(c_state.shape)
         if not self.time_major:
             out = np.ascontiguousarray(out.transpose(1, 0, 2))
+        return out.reshape(self.out_shape)
+
+    def _run_native(self, args) -> np.ndarray:
+        nb, rows = self.n_batch, self.n_time * self.n_batch
+        x = native_input(args[INPUT], rows, self.n_input, F32)
+        h_state, c_state = args[OUT_STATE], args[CELL_STATE]
+        h, h_copy = state_view(h_state, (nb, self.n_output), F32)
+        c, c_copy = state_view(c_state, (nb, self.n_cell), F32)
+        out = np.empty((rows, self.n_output), F32)
+        assert self.native is not None
+        self.native(args, x, h, c, out)
+        # The one allowed in-place write: the variable state tensors.
+        if h_copy:
+            h_state[...] = h.reshape(h_state.shape)
+        if c_copy:
+            c_state[...] = c.reshape(c_state.shape)
         return out.reshape(self.out_shape)
 
     def _run_fast(self, args) -> np.ndarray:

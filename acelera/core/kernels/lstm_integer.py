@@ -11,10 +11,13 @@ state uses the input gate.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from acelera.core.kernels.common import scale_zp
 from acelera.core.kernels.lstm_fixedpoint import checked_log2, layer_norm_int, lookup, rdbpot, table, wrap16, wrap32
+from acelera.core.kernels.lstm_float import native_input, state_view
 from acelera.core.kernels.lstm_spec import GATES, Spec, args_of
 from acelera.core.kernels.registry import NodeContext
 from acelera.core.kernels.rnn import Cached
@@ -442,3 +445,78 @@ class IntegerSequence:
                 np.copyto(h_out[t], out)
             else:
                 clip(out, h_lo, h_hi, h_out[t])
+
+
+class NativeSequence:
+    """LstmStepInteger8x8_16 over a whole sequence in sequence_native.lstm_int8, for an integer
+    cell without layer norm or peephole whose i * g product shifts right (cell scale >= 2^-30)."""
+
+    def __init__(self, kernel, cell: IntegerCell, nt: int, nb: int, time_major: bool, out_shape: tuple):
+        from acelera.core.kernels import sequence_native as sn
+        spec = cell.spec
+        self.kernel, self.cell, self.out_shape = kernel, cell, out_shape
+        self.nt, self.nb, self.ni, self.nc, self.no = nt, nb, spec.n_input, spec.n_cell, spec.n_output
+        self.h_idx, self.c_idx = spec.layout.h, spec.layout.c
+        cfg = [0] * (sn.PROJ_CLIP + 1)
+        cfg[sn.N_TIME], cfg[sn.N_BATCH], cfg[sn.TIME_MAJOR], cfg[sn.CIFG] = nt, nb, int(time_major), int(spec.cifg)
+        cfg[sn.USE_PROJ], cfg[sn.CELL_SHIFT], cfg[sn.CELL_CLIP] = int(spec.use_proj), 30 + cell.cell_log2, cell.cell_clip
+        cfg[sn.M_HIDDEN], cfg[sn.S_HIDDEN] = cell.m_hidden
+        cfg[sn.HIDDEN_ZP], cfg[sn.TANH_IN_RANGE], cfg[sn.H_ZP] = cell.hidden_zp, int(cell.tanh_in_range), cell.h_zp
+        if spec.use_proj:
+            cfg[sn.M_PROJ], cfg[sn.S_PROJ] = cell.m_proj
+            cfg[sn.PROJ_CLIP] = cell.proj_clip
+        self.cfg = np.array(cfg, np.int64)
+        tanh = cell.tanh_out if cell.tanh_out is not None else np.zeros(SEG, np.int64)
+        self.tables = np.stack([cell.sigmoid, cell.tanh3, tanh]).astype(np.int64)
+        self.key: dict | None = None
+        self.built: tuple = ()
+        indices = tuple(i for i in cell.indices if i is not None)
+        # The weights' ids (valid while the cell's cache holds them), picked in one call.
+        self.pick = operator.itemgetter(*indices, *indices[:1])
+        self.top = max(indices)
+        self.ids: tuple | None = None
+
+    @staticmethod
+    def applies(cell: IntegerCell) -> bool:
+        spec = cell.spec
+        return not (spec.use_ln or spec.peephole) and 30 + cell.cell_log2 >= 0
+
+    def _build(self, p: dict) -> tuple:
+        ni, nc, no = self.ni, self.nc, self.no
+        w_in, w_rec = np.zeros((ni, 4 * nc), np.int64), np.zeros((no, 4 * nc), np.int64)
+        cols = np.zeros((6, 4 * nc), np.int64)
+        cell = self.cell
+        for j, g in enumerate(GATES):
+            if g not in cell.spec.gates:
+                continue
+            s = slice(j * nc, (j + 1) * nc)
+            w_in[:, s], w_rec[:, s] = p["w", g], p["r", g]
+            cols[0, s], cols[1, s], cols[2, s] = p["bw", g], *cell.m_in[g]
+            cols[3, s], cols[4, s], cols[5, s] = p["br", g], *cell.m_rec[g]
+        proj = np.zeros((nc + 1, no), np.int64)
+        if cell.spec.use_proj:
+            proj[:nc], proj[nc] = p["pw"], p["pb"]
+        return w_in, w_rec, cols, proj
+
+    def __call__(self, args) -> np.ndarray:
+        """The int8 output (updating the state tensors)."""
+        ids = tuple(map(id, self.pick(args))) if len(args) > self.top else None
+        if ids is None or ids != self.ids:
+            p = self.cell.bind(args)
+            if p is not self.key:
+                self.built, self.key = self._build(p), p
+            self.ids = ids
+        w_in, w_rec, cols, proj = self.built
+        rows = self.nt * self.nb
+        x = native_input(args[0], rows, self.ni, np.int8)
+        h_state, c_state = args[self.h_idx], args[self.c_idx]
+        h, h_copy = state_view(h_state, (self.nb, self.no), np.int8)
+        c, c_copy = state_view(c_state, (self.nb, self.nc), np.int16)
+        out = np.empty((rows, self.no), np.int8)
+        self.kernel(x, w_in, w_rec, cols, self.tables, proj, h, c, out, self.cfg)
+        if h_copy:
+            h_state[...] = h.reshape(h_state.shape)
+        if c_copy:
+            c_state[...] = c.reshape(c_state.shape)
+        return out.reshape(self.out_shape)
+
