@@ -8,6 +8,7 @@ temporaries tracemalloc sees while a kernel runs.
 from __future__ import annotations
 
 import tracemalloc
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -501,7 +502,9 @@ def test_banded_conv_matches_untiled_and_litert(tiny_conv_bands, g, c, o, mult, 
     tiny_conv_bands(64 << 20)  # hypothesis reuses the fixture: untiled first
     whole = run_acelera(model, [x])[0]
     bands = tiny_conv_bands(tile)
-    got = assert_matches_litert(model, [x])[0]
+    from acelera.core.kernels import conv_integer
+    with mock.patch.object(conv_integer, "dw_taps_kernel", lambda: None):  # the banded path, not the compiled taps
+        got = assert_matches_litert(model, [x])[0]
     assert got.dtype == whole.dtype
     np.testing.assert_array_equal(got, whole)  # bit-exact with the untiled path, float ones too
     if tile == 1 and (depthwise or g["kh"] * g["kw"] > 1):
@@ -527,9 +530,12 @@ def _big_conv(kind: str, depthwise: bool) -> tuple[bytes, list[np.ndarray]]:
 
 
 @pytest.mark.parametrize("case", ["conv_int8", "conv_hybrid", "dw_int8", "dw_int16", "dw_hybrid"])
-def test_banded_convolutions_allocate_what_the_budget_declares(tiny_conv_bands, case):
+def test_banded_convolutions_allocate_what_the_budget_declares(tiny_conv_bands, monkeypatch, case):
     kind = {"conv_int8": "int8", "conv_hybrid": "hybrid_channel", "dw_int8": "int8", "dw_int16": "int16",
             "dw_hybrid": "hybrid_channel"}[case]
+    if case == "dw_hybrid":  # the banded numpy path; the compiled taps are checked below
+        from acelera.core.kernels import conv_integer
+        monkeypatch.setattr(conv_integer, "dw_taps_kernel", lambda: None)
     model, inputs = _big_conv(kind, case.startswith("dw"))
     untiled_out, untiled = invoke_temporaries(model, inputs)
     assert untiled <= declared_scratch(model), (untiled, declared_scratch(model))  # the whole path
@@ -574,3 +580,14 @@ def test_a_large_grouped_conv_declares_its_bands(tiny_conv_bands):
     np.testing.assert_array_equal(out, untiled_out)
     assert len(bands) > 4
     assert temporaries <= declared_scratch(model), (temporaries, declared_scratch(model))
+
+
+def test_compiled_hybrid_depthwise_needs_no_bands(tiny_conv_bands):
+    """The compiled hybrid depthwise taps read the input in place: no band, no im2col copy, and
+    within the declared scratch whatever the tile."""
+    model, inputs = _big_conv("hybrid_channel", True)
+    untiled_out, untiled = invoke_temporaries(model, inputs)
+    bands = tiny_conv_bands(256 << 10)
+    out, temporaries = invoke_temporaries(model, inputs)
+    np.testing.assert_array_equal(out, untiled_out)
+    assert bands == [] and temporaries <= untiled <= declared_scratch(model), (temporaries, untiled)

@@ -9,7 +9,8 @@ with TFLite's fixed-point MultiplyByQuantizedMultiplier. Hybrid kernels (float i
 weights) quantize the input per batch exactly as LiteRT's tensor_utils do, accumulate exactly
 and rescale in float32. Every path, grouped or not, runs in bands of output rows
 (conv_im2col): a band converts and zero-point-shifts only the input rows it reads, so the
-whole input is never copied wider than the int8 values of the hybrid quantization.
+whole input is never copied wider than the hybrid quantization (q - offset as float32,
+hybrid_quant.py). Hybrid 1x1 convolutions that fit one band skip im2col.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 from acelera.core import quant
 from acelera.core.errors import ModelError
 from acelera.core.kernels import conv_im2col as im2col
+from acelera.core.kernels.binary_common import clip_ufunc
 from acelera.core.kernels.common import float_activation_bounds
 from acelera.core.kernels.conv_im2col import Geometry, conv_band_row_bytes, weight_matrix, zero_kernel
 from acelera.core.kernels.conv_quantization import (
@@ -29,6 +31,8 @@ from acelera.core.kernels.conv_quantization import (
     quantized_filter_scales,
     symmetric_quantize_int8,
 )
+from acelera.core.kernels.hybrid_native import dw_taps_kernel
+from acelera.core.kernels.hybrid_quant import neon_asymmetric_batches
 from acelera.core.kernels.prepared import QuantizedConvParams
 from acelera.core.kernels.registry import Kernel, NodeContext
 
@@ -96,25 +100,41 @@ def conv_hybrid(node: NodeContext, g: Geometry, groups: int, act: int, out_shape
     tensor_scale = np.float32(scales[0])
     row_bytes = conv_band_row_bytes(g, k, o, groups)
 
+    # 1x1 taps, no padding, one group: the (strided) quantized input is the patch matrix.
+    pointwise = g.pointwise and groups == 1
+    hs, ws = slice(0, (g.oh - 1) * g.sh + 1, g.sh), slice(0, (g.ow - 1) * g.sw + 1, g.sw)
+    lo, hi = np.float32(bounds[0]), np.float32(bounds[1])
+
     def run(x, w, b=None):
         wm = wm_const if wm_const is not None else weight_matrix(w, groups, ft)
         x = np.asarray(x, np.float32)
         fill: int | np.ndarray = 0
         if per_channel:
-            q, factors, offsets = asymmetric_quantize_int8(x)
-            fill = offsets if offsets.any() else 0
+            # q - offset as float32 (the padding then reads 0), or int8 q padded with offsets
+            shifted = neon_asymmetric_batches(x)
+            if shifted is not None:
+                q, factors = shifted
+            else:
+                q, factors, offsets = asymmetric_quantize_int8(x)
+                fill = offsets if offsets.any() else 0
         else:
             q, factors = symmetric_quantize_int8(x, tensor_scale)
         bias = b_const if b_const is not None else b
 
         def rescale(prod: np.ndarray) -> np.ndarray:
             acc = prod.astype(np.float32, copy=False).reshape(g.n, -1, g.ow, o)
+            f = factors[0] if g.n == 1 else factors[:, None, None, None]
             if ch_scale is not None:
                 out = acc * ch_scale
-                out *= factors[:, None, None, None]
+                out *= f
             else:
-                out = acc * factors[:, None, None, None]
-            return finish_float(out, bias, bounds)
+                out = acc * f
+            if bias is not None:
+                out += bias.reshape(-1).astype(np.float32, copy=False)
+            return clip_ufunc(out, lo, hi, out=out)
+        if pointwise and q.dtype == np.float32 and ft == np.float32 and row_bytes * g.oh <= im2col.tile_bytes():
+            cols = q if g.sh == 1 and g.sw == 1 else q[:, hs, ws, :]
+            return rescale(cols.reshape(-1, g.c) @ wm).reshape(out_shape)
         return im2col.banded_matmul(g, q, wm, groups, row_bytes, out_shape, np.float32, rescale, fill=fill, dtype=ft)
     return run
 
@@ -164,16 +184,39 @@ def dw_hybrid(node: NodeContext, g: Geometry, mult: int, act: int, out_shape) ->
         # LiteRT indexes the scales by output channel (reads past a single per-tensor scale).
         raise node.unsupported(f"hybrid depthwise needs {o} per-channel filter scales, has {scales.size}")
     bounds = float_activation_bounds(act)
+    lo, hi = np.float32(bounds[0]), np.float32(bounds[1])
     if g.empty:
         return zero_kernel(out_shape, np.float32)
     w_const = node.const(1)
     wc = None if w_const is None else np.ascontiguousarray(w_const[0], np.int32)
+    # the shifted inputs (|q - offset| <= 255) accumulate exactly in this float type
+    ft = exact_dtype(g.kh * g.kw, 255.0, 128.0)
+    wf = None if w_const is None else np.ascontiguousarray(w_const[0], ft)
     b_const = node.const(2)
+    dw_native = dw_taps_kernel() if ft == np.float32 else None
+    geo = np.array([g.sh, g.sw, g.dh, g.dw, g.pt, g.pl], np.int64)
 
     def run(x, w, b=None):
-        wk = wc if wc is not None else np.asarray(w[0], np.int32)
-        q, factors, offsets = asymmetric_quantize_int8(np.asarray(x, np.float32))
+        x = np.asarray(x, np.float32)
         bias = b_const if b_const is not None else b
+        shifted = neon_asymmetric_batches(x)
+        if shifted is not None:
+            qs, fs = shifted
+
+            def finish_shifted(acc: np.ndarray) -> np.ndarray:
+                out = acc.astype(np.float32, copy=False)
+                out *= scales[None, None, None, :] * fs[:, None, None, None]
+                if bias is not None:
+                    out += bias.reshape(-1).astype(np.float32, copy=False)
+                return clip_ufunc(out, lo, hi, out=out)
+            wk = wf if wf is not None else np.asarray(w[0], ft)
+            if dw_native is not None:
+                acc = np.zeros(out_shape, np.float32)
+                dw_native(qs, wk, geo, mult, acc)
+                return finish_shifted(acc)
+            return im2col.dw_run(g, qs, wk, mult, ft, out_shape, np.float32, finish_shifted)
+        wk = wc if wc is not None else np.asarray(w[0], np.int32)
+        q, factors, offsets = asymmetric_quantize_int8(x)
 
         def finish(acc: np.ndarray) -> np.ndarray:
             out = acc.astype(np.float32)

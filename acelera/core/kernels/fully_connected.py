@@ -15,6 +15,10 @@ kReference) and the reference kernels it calls:
   int2 weights are unpacked to int8 as EvalHybridDense does): inputs are quantized
   per batch row (symmetric, or asymmetric with ``asymmetric_quantize_inputs``) exactly as
   tensor_utils::BatchQuantizeFloats does, accumulated exactly, then scaled in float32.
+  With constant weights and asymmetric inputs the whole computation runs in one compiled loop
+  (hybrid_native.py, numba); otherwise asymmetric rows come from
+  hybrid_quant.portable_asymmetric_rows as q - offset, whose product is LiteRT's
+  dot(q) - row_sum * offset.
 
 Integer accumulations run as float64 BLAS matmuls of integer-valued arrays, which are exact
 for these operand ranges, and are converted to int64 afterwards.
@@ -42,6 +46,8 @@ from acelera.core.kernels.common import (
     quantized_activation_range,
     scale_zp,
 )
+from acelera.core.kernels.hybrid_native import fc_hybrid_kernel
+from acelera.core.kernels.hybrid_quant import portable_asymmetric_rows
 from acelera.core.kernels.prepared import QuantizedFCParams, frozen_array
 from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import round_half_away, wrap_int32
@@ -191,6 +197,13 @@ class ExactIntMatmul:
         else:
             self.chunks = [(0, k, np.ascontiguousarray(w))]
         self.dtype = self.chunks[0][2].dtype
+
+    def float32(self, x: np.ndarray) -> np.ndarray:
+        """x @ W.T for integer x (B, K) given as float32, as float32 (each exact integer sum
+        rounded to float32 once, as the C++ converts its int32 dot products)."""
+        if len(self.chunks) == 1 and self.dtype == np.float32:
+            return dense(x, self.chunks[0][2])
+        return self(x).astype(np.float32)
 
     def __call__(self, x: np.ndarray, offset: int = 0) -> np.ndarray:
         """(x - offset) @ W.T for integer x (B, K)."""
@@ -365,29 +378,49 @@ def _prepare_hybrid(node, act, asymmetric, w_t, b_t, out_t, units, as_rows):
     def prep_w(w):
         # LiteRT reads the weight bytes as int8 (uint8 weights are reinterpreted, zero point ignored).
         wi = np.asarray(w).view(np.int8) if is_uint8 else np.asarray(w, np.int8)
-        return ExactIntMatmul(wi, 128), wi.sum(axis=1, dtype=np.int64).astype(np.float64)
+        # 255 bounds both |q| and the |q - offset| the fast asymmetric quantizer returns.
+        return ExactIntMatmul(wi, 255), wi.sum(axis=1, dtype=np.int64).astype(np.float64)
 
     w_const = node.const(1)
     pre = None if w_const is None else prep_w(w_const)
     b_const = node.const(2)
     b_row = None if b_const is None else np.asarray(b_const).reshape(1, -1).astype(np.float32)
     pcs_row = None if pcs is None else pcs[None, :]
+    k = int(w_t.shape[1])
+    # the compiled loop: constant weights, asymmetric inputs, int32 dot products that cannot wrap
+    native = (fc_hybrid_kernel() if asymmetric and w_const is not None and k * 255 * 128 < 1 << 31
+              else None)
+    if native is not None:
+        wc = np.asarray(w_const)
+        w32 = np.ascontiguousarray(wc.view(np.int8) if is_uint8 else wc, np.int32)
+        n_scales = pcs if pcs is not None else np.array([w_scale32], np.float32)
+        no_bias = np.zeros(0, np.float32)
+        b_flat = no_bias if b_row is None else b_row.reshape(-1)
 
     def run(x, w, b=None):
-        x2, shape = as_rows(np.asarray(x, np.float32))
+        x2, shape = as_rows(x if x.dtype == np.float32 else np.asarray(x, np.float32))
+        if native is not None and x2.shape[1] == k:
+            out = np.empty((x2.shape[0], units), np.float32)
+            bias = b_flat if b_row is not None or b is None else b.reshape(-1).astype(np.float32)
+            if native(x2, w32, n_scales, pcs is not None, bias, out, np.empty(k, np.int32)):
+                return apply_float_activation(out, act).reshape(shape)
         mm, row_sums = pre if pre is not None else prep_w(w)
-        q, sf, offset = quantize_rows(x2, asymmetric)
-        acc = mm(q)
-        if asymmetric:
-            acc -= row_sums * offset.astype(np.float64)[:, None]
-        if pcs_row is None:
-            scale = (sf * w_scale32)[:, None]
+        fast = portable_asymmetric_rows(x2) if asymmetric and x2.shape[1] else None
+        if fast is not None:
+            shifted, sf, _ = fast  # q - offset: the product is dot(q) - row_sum * offset
+            y = mm.float32(shifted)
         else:
-            scale = sf[:, None] * pcs_row
-        y = acc.astype(np.float32)
-        y *= scale
+            q, sf, offset = quantize_rows(x2, asymmetric)
+            acc = mm(q)
+            if asymmetric:
+                acc -= row_sums * offset.astype(np.float64)[:, None]
+            y = acc.astype(np.float32)
+        if pcs_row is None:
+            y *= (sf * w_scale32)[:, None]
+        else:
+            y *= sf[:, None] * pcs_row
         if b_row is not None:
-            y = b_row + y
+            y += b_row
         elif b is not None:
             y = b.reshape(1, -1).astype(np.float32) + y
         return apply_float_activation(y, act).reshape(shape)
