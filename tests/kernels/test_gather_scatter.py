@@ -188,6 +188,19 @@ def test_scatter_nd_duplicates_add_and_wrap():
     assert_exact(m, [idx, u])  # float additions in LiteRT's order
 
 
+def test_scatter_nd_constant_indices():
+    idx = np.array([[1, 0], [2, 1], [1, 0], [0, 2]], np.int32)  # a duplicate: added in order
+    u = np.array([[0.1, 0.2], [1e8, 3.0], [0.3, -0.4], [5.0, 6.0]], np.float32)
+    m = single_op_model("SCATTER_ND", [Const(idx), In((4, 2)), Const(np.array([3, 3, 2], np.int32))],
+                        [Out((3, 3, 2))])
+    got = assert_exact(m, [u])[0]
+    assert got.shape == (3, 3, 2) and got[1, 0].tolist() == (u[0] + u[2]).tolist()
+    bad = single_op_model("SCATTER_ND", [Const(np.array([[0], [3]], np.int32)), In((2,)),
+                                         Const(np.array([3], np.int32))], [Out((3,))])
+    Interpreter(model_content=bad).allocate_tensors()
+    assert "out of bounds" in str(invoke_error(bad, [np.ones(2, np.float32)]))
+
+
 def test_scatter_nd_zero_depth_indices_add_whole_updates():
     u = random_input((3, 2, 2), np.float32, rng_of(4))
     m = single_op_model("SCATTER_ND", [In((3, 0), np.int32), In((3, 2, 2)), Const(np.array([2, 2], np.int32))],

@@ -212,6 +212,34 @@ def test_quantize_float(dtype, data, shape, seed):
     assert_matches_litert(m, [float_values(shape, scale, rng)])
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("scale", [1.0, 0.003921569, 1e-30, 3e-39, 1e30, 0.0123])
+def test_quantize_float_step_table(dtype, scale):
+    """The 8-bit QUANTIZE kernel's step table (bounds found by bisection) equals affine_quantize
+    at every bound, one ulp either side, special values and random bit patterns."""
+    from acelera.core.kernels.quantize import _per_tensor_quantize, _quantize_steps, affine_quantize
+    rng = np.random.default_rng(11)
+    s = np.float32(scale)
+    info = np.iinfo(dtype)
+    for zp in (int(info.min), int(info.max), 0, -5 if dtype == np.int8 else 5):
+        bounds, _ = _quantize_steps(s, zp, np.dtype(dtype))
+        with np.errstate(all="ignore"):
+            x = _step_probes(bounds, scale, rng)
+        x = x[: x.size // 4 * 4].reshape(-1, 4)
+        with np.errstate(all="ignore"):
+            want = affine_quantize(x, s, zp, dtype)
+        got = _per_tensor_quantize(s, zp, np.dtype(dtype))(x)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def _step_probes(bounds, scale, rng):
+    return np.concatenate([bounds, np.nextafter(bounds, np.float32(-np.inf)), np.nextafter(bounds, np.float32(np.inf)),
+                           np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45], np.float32),
+                           ((np.arange(-300, 300) + 0.5) * scale).astype(np.float32),
+                           rng.integers(0, 2**32, 3000, dtype=np.uint64).astype(np.uint32).view(np.float32)])
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
 @settings(max_examples=max(15, EXAMPLES // 2), deadline=None)
 @given(data=st.data(), shape=st.lists(st.integers(1, 5), min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1))

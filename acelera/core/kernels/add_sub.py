@@ -106,6 +106,7 @@ def _add_sub(node: NodeContext, sign: int) -> Kernel:
     t1 = table16(scaled(domain(I16), z1, m1, sh1))
     t2 = table16(sign * scaled(domain(I16), z2, m2, sh2))
     scratch = Scratch()
+    lo_a, hi_a, zo_a = (np.asarray(np.int64(v)) for v in (lo, hi, zo))  # 0-d: no per-call conversion
 
     def into(x, y, o):
         g1 = gather16(t1, x, scratch, "1")
@@ -114,8 +115,8 @@ def _add_sub(node: NodeContext, sign: int) -> Kernel:
         np.add(g1, g2, out=r)
         mbqm_inplace(r, mo, sho, tmp=scratch.get("t", np.int64, o.shape))
         if zo:
-            r += zo
-        clip_ufunc(r, lo, hi, out=r)
+            r += zo_a
+        clip_ufunc(r, lo_a, hi_a, out=r)
         np.copyto(o, r, casting="unsafe")
     return scalar_safe(blocked_into(into, I16))
 

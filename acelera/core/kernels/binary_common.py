@@ -18,6 +18,7 @@ squared_difference,pow}.cc and internal/reference/*):
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -93,7 +94,8 @@ def rdbpot_inplace(r: np.ndarray, e: int) -> np.ndarray:
 def bit_select(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """np.where(c, a, b) for same-dtype a, b, by bit masks (np.where is slow on random masks
     of large arrays; on small ones its one call is the faster, and copies the same bits)."""
-    c, a, b = np.asarray(c), np.asarray(a), np.asarray(b)
+    if not (c.__class__ is a.__class__ is b.__class__ is np.ndarray):
+        c, a, b = np.asarray(c), np.asarray(a), np.asarray(b)
     if a.size <= 4096 and b.size <= 4096 and c.size <= 4096 and a.dtype == b.dtype and a.ndim and b.ndim and c.ndim:
         return np.where(c, a, b)
     u = np.dtype(f"u{a.dtype.itemsize}")
@@ -421,15 +423,39 @@ def lut8_kernel(dtype: np.dtype, fn: BinaryFn, out_dtype=None) -> BinaryFn:
     by_b = np.ascontiguousarray(table.T)  # by_b[y] is table[:, y]: one operand fixed by a scalar
     by_b.setflags(write=False)
 
+    # Tiny operands: each index (a << 8 | b, or one operand's byte) is built by storing the bytes
+    # into the low bytes of a zeroed per-shape intp buffer (byte copies, no integer arithmetic,
+    # and take() needs no index conversion).
+    bufs: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    isz = np.dtype(np.intp).itemsize
+    low, high = (0, 1) if sys.byteorder == "little" else (isz - 1, isz - 2)
+    u8 = np.dtype(np.uint8)
+
+    def index_buffer(key: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if len(bufs) >= 16:
+            bufs.clear()
+        shape = key[0]
+        idx = np.zeros(shape, np.intp)
+        octets = idx.view(np.uint8).reshape(shape + (isz,))
+        r = bufs[key] = (idx, octets[..., high], octets[..., low])
+        return r
+
     def run_small(a, b):
         if a.shape == b.shape:
-            idx = a.view(np.uint8).astype(np.uint16)
-            idx <<= 8
-            idx |= b.view(np.uint8)
+            buf = bufs.get((a.shape, 2))
+            idx, hi, lo = buf if buf is not None else index_buffer((a.shape, 2))
+            hi[...] = a.view(u8)
+            lo[...] = b.view(u8)
         elif b.size == 1 and b.ndim <= a.ndim:
-            return by_b[b.view(np.uint8).reshape(-1)[0]].take(a.view(np.uint8))
+            buf = bufs.get((a.shape, 1))
+            idx, _, lo = buf if buf is not None else index_buffer((a.shape, 1))
+            lo[...] = a.view(u8)
+            return by_b[b.view(u8).item()].take(idx)
         elif a.size == 1 and a.ndim <= b.ndim:
-            return table[a.view(np.uint8).reshape(-1)[0]].take(b.view(np.uint8))
+            buf = bufs.get((b.shape, 1))
+            idx, _, lo = buf if buf is not None else index_buffer((b.shape, 1))
+            lo[...] = b.view(u8)
+            return table[a.view(u8).item()].take(idx)
         else:
             idx = np.bitwise_or(np.left_shift(a.view(np.uint8), 8, dtype=np.uint16), b.view(np.uint8))
         return flat.take(idx)

@@ -203,23 +203,33 @@ def _arg_min_max(node: NodeContext, is_max: bool):
     out_dtype = out_t.dtype
     is_float = x_t.type == _FLOAT32
 
-    def run(x: np.ndarray, axis_arr: np.ndarray) -> np.ndarray:
+    layouts: dict[tuple, tuple] = {}
+
+    def layout(shape: tuple, axis_arr: np.ndarray) -> tuple:
+        """(axis, output shape, the input as (outer, axis, inner), whether it is empty)."""
         axis = int(axis_arr.reshape(-1)[0])
         if axis < 0:
-            axis += x.ndim
-        if not 0 <= axis < x.ndim:
-            raise KernelError(f"axis {int(axis_arr.reshape(-1)[0])} is out of range for rank {x.ndim}")
-        shape = x.shape
+            axis += len(shape)
+        if not 0 <= axis < len(shape):
+            raise KernelError(f"axis {int(axis_arr.reshape(-1)[0])} is out of range for rank {len(shape)}")
         if shape[axis] == 0:
             raise KernelError("Cannot compute ArgMin/ArgMax over an empty axis.")
-        out_shape = shape[:axis] + shape[axis + 1:]
         outer = math.prod(shape[:axis])
         inner = math.prod(shape[axis + 1:])
-        if outer * inner == 0:
+        if len(layouts) >= 16:
+            layouts.clear()
+        lay = layouts[(shape, axis_arr.tobytes())] = (axis, shape[:axis] + shape[axis + 1:],
+                                                      (outer, shape[axis], inner), outer * inner == 0)
+        return lay
+
+    def run(x: np.ndarray, axis_arr: np.ndarray) -> np.ndarray:
+        lay = layouts.get((x.shape, axis_arr.tobytes()))
+        axis, out_shape, shape3, empty = lay if lay is not None else layout(x.shape, axis_arr)
+        if empty:
             return np.zeros(out_shape, out_dtype)
-        x3 = x.reshape(outer, shape[axis], inner)
+        x3 = x.reshape(shape3)
         if is_float and _any_true(np.isnan(x), axis=None):
-            if inner == 1 and shape[axis] >= 4:
+            if shape3[2] == 1 and shape3[1] >= 4:
                 res = _sse_last_axis(x3[:, :, 0], is_max)
             else:
                 res = _nan_aware_extreme(x3, is_max)

@@ -13,6 +13,7 @@ import numpy as np
 
 from acelera.core import quant
 from acelera.core.errors import ModelError
+from acelera.core.kernels.binary_common import clip_ufunc
 from acelera.core.kernels.common import quantized_activation_range
 from acelera.core.kernels.conv_im2col import opt
 from acelera.core.kernels.prepared import QuantizedConvParams
@@ -92,16 +93,56 @@ class Requantizer:
         self.out_zp, self.qmin, self.qmax = int(out_zp), int(qmin), int(qmax)
         self.dtype = np.dtype(dtype)
         self.wide = wide
+        i64 = np.int64
+        self.lo, self.hi, self.zp = np.asarray(i64(self.qmin)), np.asarray(i64(self.qmax)), np.asarray(i64(self.out_zp))
+        # quant's multiply_by_quantized_multiplier(_int64)_inplace steps with their per-channel
+        # constants computed here; None where those functions take another path.
+        self.steps: tuple | None = None
+        m, sh = self.mult, self.shift
+        if wide:
+            reduced = np.minimum((m + (1 << 15)) >> 16, 0x7FFF)
+            total = 15 - sh
+            if total.min() >= 1 and total.max() <= 63:
+                self.steps = (reduced, np.left_shift(1, total - 1), total)
+        elif not np.count_nonzero(m == quant.INT32_MIN) and (m.size > 1 or -31 <= int(sh[0]) <= 31):
+            left, right = np.maximum(sh, 0), np.maximum(-sh, 0)
+            self.steps = (left if np.count_nonzero(left) else None, m, np.left_shift(1, right), right + 1)
+        self.c1, self.c30, self.c31, self.c63 = (np.asarray(i64(v)) for v in (1, 1 << 30, 31, 63))
+
+    def _apply(self, acc: np.ndarray) -> np.ndarray:
+        steps = self.steps
+        if steps is None or acc.__class__ is not np.ndarray or not acc.ndim or \
+                self.mult.size not in (1, acc.shape[-1]):
+            if self.wide:
+                return quant.multiply_by_quantized_multiplier_int64_inplace(acc, self.mult, self.shift)
+            return quant.multiply_by_quantized_multiplier_inplace(acc, self.mult, self.shift)
+        if self.wide:
+            reduced, half, total = steps
+            acc *= reduced
+            acc += half
+            acc >>= total
+            return quant.wrap_int32_inplace(acc)
+        left, m, pow_right, right1 = steps
+        if left is not None:
+            acc <<= left
+            quant.wrap_int32_inplace(acc)
+        acc *= m
+        acc += self.c30
+        acc >>= self.c31
+        # RoundingDivideByPOT(t, r) = floor((2t + 2**r - [t < 0]) / 2**(r+1))
+        neg = acc >> self.c63
+        acc <<= self.c1
+        acc += pow_right
+        acc += neg
+        acc >>= right1
+        return acc
 
     def __call__(self, acc: np.ndarray) -> np.ndarray:
         """Requantize `acc`, an int64 array this kernel owns (it is overwritten)."""
-        if self.wide:
-            v = quant.multiply_by_quantized_multiplier_int64_inplace(acc, self.mult, self.shift)
-        else:
-            v = quant.multiply_by_quantized_multiplier_inplace(acc, self.mult, self.shift)
+        v = self._apply(acc)
         if self.out_zp:
-            v += self.out_zp
-        np.clip(v, self.qmin, self.qmax, out=v)
+            v += self.zp
+        clip_ufunc(v, self.lo, self.hi, out=v)
         return v.astype(self.dtype)
 
 

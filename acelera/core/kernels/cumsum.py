@@ -48,9 +48,12 @@ def cumsum(node: NodeContext) -> Kernel:
                                 head + (slice(None, -1),), head + (slice(1, None),))
         return p
 
+    zero = np.zeros((), dt)
+    add, accumulate = np.add, np.add.accumulate
+
     def run(x: np.ndarray, axis: np.ndarray) -> np.ndarray:
         rank = x.ndim
-        a = int(axis.reshape(-1)[0])
+        a = int(axis.reshape(-1)[0]) if axis.size != 1 else int(axis.item())
         if a < 0:
             a += rank
         if not 0 <= a < rank:
@@ -63,13 +66,15 @@ def cumsum(node: NodeContext) -> Kernel:
         if exclusive:
             o[first] = 0
             if x.shape[a] > 1:
-                np.add.accumulate(y[but_last], axis=a, dtype=dt, out=o[but_first])
+                accumulate(y[but_last], axis=a, dtype=dt, out=o[but_first])
+        elif y.dtype == dt:
+            accumulate(y, a, None, o)
         else:
-            np.add.accumulate(y, axis=a, dtype=dt, out=o)
+            accumulate(y, axis=a, dtype=dt, out=o)
         if is_float:
             # LiteRT's accumulator starts at +0.0: only all -0.0 prefixes differ (-0.0 here),
             # and adding +0.0 turns exactly those into +0.0.
-            np.add(out, 0, out=out)
+            add(out, zero, out=out)
         return out
 
     return run

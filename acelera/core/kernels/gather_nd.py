@@ -133,7 +133,22 @@ def gather_nd(node: NodeContext) -> Kernel:
         lin = rows @ (_strides(pshape, nd) // slice_size)
         return np.asarray(x.reshape(-1, slice_size)[lin], out_dtype).reshape(out_shape)
 
-    return run
+    c_idx = indices.data
+    c_plan = layout(tuple(params.shape), tuple(c_idx.shape), c_idx.dtype) if c_idx is not None else None
+    if c_idx is None or c_plan is None:
+        return run
+    c_rows = c_idx.reshape(c_plan[0])
+    if np.greater_equal(c_rows.view(c_plan[1]), c_plan[2]).any():
+        return run
+    # constant in-range indices: the params rows to take are known
+    c_pshape, c_ishape, c_slice, c_out_shape = tuple(params.shape), tuple(c_idx.shape), c_plan[4], c_plan[5]
+    c_lin = (c_rows @ c_plan[3] if c_rows.shape[1] > 1 else c_rows.reshape(-1)).astype(np.intp)
+
+    def run_const(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        if x.shape != c_pshape or idx.shape != c_ishape or x.dtype != out_dtype:
+            return run(x, idx)
+        return x.reshape(-1, c_slice).take(c_lin, axis=0).reshape(c_out_shape)
+    return run_const
 
 
 @register("SCATTER_ND", max_version=1, dtypes=_SCATTER_ND_UPDATES)
@@ -197,6 +212,17 @@ def scatter_nd(node: NodeContext) -> Kernel:
                           (_strides(dims, ix) // slice_size).astype(np.intp), (n_slices, slice_size))
         return p
 
+    fixed = _constant_scatter(indices.data, shape_t.data, tuple(updates.shape), dtype, out_shape_of, ix)
+    if fixed is not None:  # constant in-range indices and shape: the linear rows are known
+        c_dims, c_ishape, c_lin, c_out_rows, c_upd_rows, c_ushape = fixed
+
+        def run_const(idx: np.ndarray, upd: np.ndarray, shape: np.ndarray) -> np.ndarray:
+            if upd.shape != c_ushape or idx.shape != c_ishape:
+                return run(idx, upd, shape)
+            out = np.zeros(c_dims, dtype)
+            accumulate(out.reshape(c_out_rows), c_lin, upd.reshape(c_upd_rows))
+            return out
+
     def run(idx: np.ndarray, upd: np.ndarray, shape: np.ndarray) -> np.ndarray:
         key = (idx.shape, upd.shape, shape.tobytes())
         p = plans.get(key) or plan(key, idx, upd, shape)
@@ -232,7 +258,31 @@ def scatter_nd(node: NodeContext) -> Kernel:
         (np.logical_or if is_bool else np.add).at(flat, lin, upd.reshape(n_slices, slice_size))
         return out
 
-    return run
+    return run if fixed is None else run_const
+
+
+def _constant_scatter(idx: np.ndarray | None, shape: np.ndarray | None, ushape: tuple, dtype: np.dtype,
+                      out_shape_of, ix: int) -> tuple | None:
+    """(output dims, indices shape, linear slice of each index row, output and updates as
+    (rows, slice size), updates shape) for constant nonempty in-range int32 indices and shape,
+    else None."""
+    if idx is None or shape is None or idx.dtype != np.int32 or ix == 0:
+        return None
+    try:
+        dims = out_shape_of(shape, idx.shape, ushape)
+        _check_size(dims, dtype, "output")
+    except KernelError:
+        return None
+    n_slices = math.prod(idx.shape[:-1])
+    slice_size = math.prod(dims[ix:])
+    if n_slices == 0 or math.prod(dims) == 0:
+        return None
+    rows = idx.reshape(n_slices, ix).astype(np.int64)
+    if ((rows < 0) | (rows >= np.asarray(dims[:ix], np.int64))).any():
+        return None
+    lin = (rows @ (_strides(dims, ix) // slice_size)).astype(np.intp)
+    return (dims, tuple(idx.shape), lin, (math.prod(dims) // slice_size, slice_size), (n_slices, slice_size),
+            ushape)
 
 
 def _bounds(rows: np.ndarray, dims: tuple[int, ...], ix: int) -> None:

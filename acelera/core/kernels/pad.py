@@ -8,6 +8,8 @@ SYMMETRIC repeats it). While widening (registry.widening) PAD/PADV2 also take FL
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from acelera.core.errors import KernelError, ModelError
@@ -146,11 +148,18 @@ def mirror_indices(n: int, before: int, after: int, offset: int) -> np.ndarray:
 
 
 class _MirrorPlan:
-    def __init__(self, in_shape, pads, offset):
+    def __init__(self, in_shape: tuple, pads: list, offset: int) -> None:
         idx = [mirror_indices(n, a, b, offset) for n, (a, b) in zip(in_shape, pads)]  # validates every axis
         self.steps = [(axis, i) for axis, (i, (a, b)) in enumerate(zip(idx, pads)) if a or b]
+        self.flat: np.ndarray | None = None  # small outputs: one take of the flat input
+        out_shape = tuple(i.size for i in idx)
+        if len(self.steps) > 1 and math.prod(out_shape) <= 1 << 14:
+            self.flat = np.ravel_multi_index(np.ix_(*idx), tuple(in_shape)).astype(np.intp).reshape(-1)
+            self.in_shape, self.out_shape = tuple(in_shape), out_shape
 
     def __call__(self, x):
+        if self.flat is not None and x.shape == self.in_shape:
+            return x.reshape(-1).take(self.flat).reshape(self.out_shape)
         for axis, idx in self.steps:
             x = x.take(idx, axis=axis)
         return x

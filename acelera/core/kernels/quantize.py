@@ -18,6 +18,8 @@ While widening (registry.widening) a FLOAT64 output gets double(scale) * (q - zp
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from acelera.core.fpstate import fp_errors_ignored
@@ -68,30 +70,109 @@ def affine_quantize(x: np.ndarray, scale, zero_point, dtype, bounds: tuple[int, 
     return out
 
 
+_KEY_INF = 0x7F800000  # float32 +inf's bit pattern: keys run from -inf (-_KEY_INF) to +inf
+
+
+def _key_floats(k: np.ndarray) -> np.ndarray:
+    """The float32 of each order key (bit pattern for x >= 0, minus the magnitude's for x < 0)."""
+    bits = np.where(k < 0, (-k) | (1 << 31), k).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def _first_true(pred, n: int) -> np.ndarray:
+    """Per predicate i, the smallest float32 x (not NaN) with pred(x)[i], for predicates false
+    then true as x grows and true at +inf: a bisection over the order keys."""
+    lo = np.full(n, -_KEY_INF - 1, np.int64)
+    hi = np.full(n, _KEY_INF, np.int64)
+    while np.any(hi - lo > 1):
+        mid = (lo + hi) // 2
+        ok = pred(_key_floats(mid))
+        hi = np.where(ok, mid, hi)
+        lo = np.where(ok, lo, mid)
+    return _key_floats(hi)
+
+
+@lru_cache(maxsize=64)  # a bisection of a few ms: once per quantization, not per prepare
+def _quantize_steps(scale: np.float32, zp: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """affine_quantize(x, scale, zp, dtype) for an 8-bit dtype as a step function of float32 x:
+    (ascending float32 bounds, values) with values[bounds.searchsorted(x, "right")] for every
+    x, NaN included (it sorts after +inf, whose value it shares).
+
+    round(x / scale) is nondecreasing in x, so the result is: the out-of-range value below the
+    first x whose rounded quotient reaches -2**31, the clamped quotient plus zero point up to
+    the first x whose quotient reaches 2**31, the out-of-range value from there on."""
+    info = np.iinfo(dtype)
+    qmin, qmax = int(info.min), int(info.max)
+    lim = np.float32(2.0**31)
+
+    def rounded(x: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(round_half_away(np.divide(x, scale, dtype=np.float32)))
+
+    targets = np.arange(qmin + 1, qmax + 1, dtype=np.float32)
+    zpf = np.float32(zp)
+
+    def pred(x: np.ndarray) -> np.ndarray:
+        r = rounded(x)
+        with np.errstate(all="ignore"):
+            q = np.clip(r + zpf, np.float32(qmin), np.float32(qmax))
+        return np.concatenate([[r[0] >= -lim, r[1] >= lim], q[2:] >= targets])
+
+    firsts = _first_true(pred, targets.size + 2)
+    t_lo, t_hi = firsts[0], firsts[1]
+    inner = firsts[2:][(firsts[2:] > t_lo) & (firsts[2:] < t_hi)]
+    bounds = np.unique(np.concatenate([[t_lo, t_hi], inner]).astype(np.float32))
+    probe = np.concatenate([[np.float32(-np.inf)], bounds]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        values = affine_quantize(probe, scale, zp, dtype)
+    bounds.setflags(write=False)
+    values.setflags(write=False)
+    return bounds, values
+
+
 def _per_tensor_quantize(scale: np.float32, zp: int, dtype: np.dtype):
     """affine_quantize with one scale, its steps as bare ufuncs on a float32 array while every
     rounded value fits int32 (the common case); anything else takes affine_quantize."""
     info = np.iinfo(dtype)
     qmin, qmax = int(info.min), int(info.max)
     zpf, below_half, f32 = np.float32(zp), np.float32(_BELOW_HALF), np.dtype(np.float32)
-    hi_ok = np.float32(2.0**31)
-    maximum = np.maximum.reduce
+    # the square of a rounded value below 2**31 in magnitude is below 2**62, and a float32 dot
+    # product of squares rounds every partial sum monotonically: vdot(r, r) < 2**62 passes only
+    # arrays whose every |r| < 2**31 (NaN and inf fail).
+    sq_ok = np.float32(2.0**62)
+    lo_a, hi_a = np.asarray(np.float32(qmin)), np.asarray(np.float32(qmax))
+    vdot, divide, copysign, trunc = np.vdot, np.divide, np.copysign, np.trunc
+
+    if np.dtype(dtype).itemsize == 1 and np.isfinite(scale) and scale > 0:
+        bounds, values = _quantize_steps(scale, zp, dtype)
+        search, take = bounds.searchsorted, values.take
+
+        def run_steps(x):
+            if x.dtype != f32 or x.ndim == 0 or x.size == 0:
+                return affine_quantize(x, scale, zp, dtype)
+            return take(search(x, "right"))
+        return run_steps
 
     def run(x):
         if x.dtype != f32 or x.ndim == 0 or x.size == 0:
             return affine_quantize(x, scale, zp, dtype)
         if fp_errors_ignored():
-            v = np.divide(x, scale)
+            v = divide(x, scale)
+            r = copysign(below_half, v)
+            r += v
+            trunc(r, out=r)  # round_half_away
+            ok = vdot(r, r) < sq_ok
         else:
             with np.errstate(all="ignore"):
-                v = np.divide(x, scale)
-        r = np.copysign(below_half, v)
-        r += v
-        np.trunc(r, out=r)  # round_half_away
-        if not maximum(np.abs(r), axis=None) < hi_ok:  # NaN too; -2**31 takes the exact path
+                v = divide(x, scale)
+                r = copysign(below_half, v)
+                r += v
+                trunc(r, out=r)
+                ok = vdot(r, r) < sq_ok
+        if not ok:  # NaN too; -2**31 takes the exact path
             return affine_quantize(x, scale, zp, dtype)
         r += zpf
-        clip_ufunc(r, qmin, qmax, out=r)
+        clip_ufunc(r, lo_a, hi_a, out=r)
         return r.astype(dtype)
     return run
 
@@ -262,7 +343,6 @@ def dequantize(node: NodeContext):
         return run
     table = run(domain(x.dtype))  # every 8-bit value, by bit pattern, with the same float32 steps
     take, u8 = table.take, np.dtype(np.uint8)
-
     def run_lut8(x):
         return take(x.view(u8)) if x.ndim and x.dtype.itemsize == 1 else run(x)
     return run_lut8

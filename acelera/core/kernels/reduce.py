@@ -156,15 +156,15 @@ def _quantized_mean_or_sum(node: NodeContext, compute_sum: bool):
         return q.astype(np.uint8).view(np.int8) if as_uint8 else q.astype(dtype)
 
     # 8-bit data over at most 256 elements: every possible sum's result, tabulated per count.
-    tables: dict[int, tuple[int, np.ndarray]] = {}
+    tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     tabulate = np.dtype(dtype).itemsize == 1
 
-    def table(n: int) -> tuple[int, np.ndarray]:
+    def table(n: int) -> tuple[np.ndarray, np.ndarray]:
         t = tables.get(n)
         if t is None:
             if len(tables) >= 16:
                 tables.clear()
-            t = tables[n] = (n * qmin, finish(np.arange(n * qmin, n * qmax + 1, dtype=np.int64), n))
+            t = tables[n] = (np.asarray(np.intp(n * qmin)), finish(np.arange(n * qmin, n * qmax + 1, dtype=np.int64), n))
         return t
 
     def run(x, axis):
@@ -191,19 +191,29 @@ def mean(node: NodeContext):
     dtype, axes = _common(node)
     assert x is not None  # _common refused a missing input
     if dtype == np.float32:
+        counts: dict[int, np.ndarray] = {}
+        ndarray = np.ndarray
+
         def run(x, axis):
             red, out_shape, n = axes.resolve(x.shape, axis)
             if x.size == 0:
                 return np.full(out_shape, np.nan, np.float32)
-            s = np.asarray(np.add.reduce(x, axis=red, dtype=np.float32))  # np.sum without its wrapper
-            return np.asarray(s / np.float32(n), np.float32).reshape(out_shape)
+            s = np.add.reduce(x, axis=red, dtype=np.float32)  # np.sum without its wrapper
+            if s.__class__ is not ndarray or s.dtype != np.float32:
+                return np.asarray(np.asarray(s) / np.float32(n), np.float32).reshape(out_shape)
+            d = counts.get(n)
+            if d is None:
+                if len(counts) >= 16:
+                    counts.clear()
+                d = counts[n] = np.asarray(np.float32(n))
+            return np.divide(s, d, out=s).reshape(out_shape)
         return run
     if dtype in (np.int32, np.int64):
         def run(x, axis):
             red, out_shape, n = axes.resolve(x.shape, axis)
             if x.size == 0:
                 return np.zeros(out_shape, dtype)
-            s = np.asarray(np.sum(x, axis=red, dtype=np.int64))  # int64 sum wraps
+            s = np.asarray(np.add.reduce(x, axis=red, dtype=np.int64))  # int64 sum wraps
             q = np.abs(s) // n  # C++ division truncates toward zero
             return np.asarray(np.where(s < 0, -q, q), dtype).reshape(out_shape)
         return run
@@ -218,9 +228,9 @@ def reduce_sum(node: NodeContext):
     dtype, axes = _common(node)
     assert x is not None  # _common refused a missing input
     if dtype == np.bool_:
-        return _generic(axes, lambda x, red: np.any(x, axis=red))
+        return _generic(axes, lambda x, red: np.logical_or.reduce(x, axis=red))
     if dtype in (np.float32, np.int32, np.int64):
-        return _generic(axes, lambda x, red: np.sum(x, axis=red, dtype=dtype))
+        return _generic(axes, lambda x, red: np.add.reduce(x, axis=red, dtype=dtype))
     raise node.unsupported(f"input type {x.type_name} is not supported")
 
 
@@ -237,8 +247,8 @@ def _max_min(node: NodeContext, is_max: bool):
     x = node.input(0)
     assert x is not None  # _common refused a missing input
     if dtype == np.bool_:
-        return _generic(axes, (lambda x, red: np.any(x, axis=red)) if is_max
-                        else (lambda x, red: np.all(x, axis=red)))
+        return _generic(axes, (lambda x, red: np.logical_or.reduce(x, axis=red)) if is_max
+                        else (lambda x, red: np.logical_and.reduce(x, axis=red)))
     if dtype in _QUANT_TYPES:
         out = node.outputs[0]
         (s_in, z_in), (s_out, z_out) = scale_zp(x), scale_zp(out)
@@ -267,7 +277,7 @@ def _max_min(node: NodeContext, is_max: bool):
 
     info = np.iinfo(dtype)
     int_init = info.min if is_max else info.max
-    red_fn = np.max if is_max else np.min
+    red_fn = np.maximum.reduce if is_max else np.minimum.reduce
     return _generic(axes, lambda x, red: red_fn(x, axis=red, initial=int_init))
 
 
@@ -292,10 +302,10 @@ def reduce_prod(node: NodeContext):
             raise node.unsupported(f"quantized {x.type_name} input is not supported")
         return _quantized_prod(node, dtype, axes)
     if dtype == np.bool_:
-        return _generic(axes, lambda x, red: np.all(x, axis=red))
+        return _generic(axes, lambda x, red: np.logical_and.reduce(x, axis=red))
     if dtype in (np.float32, np.int32, np.int64, np.int8, np.int16, np.uint8):
         # Integer products wrap like the reference kernel's modular multiplication.
-        return _generic(axes, lambda x, red: np.prod(x, axis=red, dtype=dtype))
+        return _generic(axes, lambda x, red: np.multiply.reduce(x, axis=red, dtype=dtype))
     raise node.unsupported(f"input type {x.type_name} is not supported")
 
 
@@ -309,16 +319,46 @@ def _quantized_prod(node: NodeContext, dtype, axes: _Axes):
             cache[n] = quantize_multiplier(s_in / math.pow(s_out, 1.0 / n))
         return cache[n]
 
+    lo, hi = int(info.min), int(info.max)
+
+    # (v - zp_in) * reduced multiplier by input value v (a negative v indexes from the end)
+    steps: dict[int, list[int]] = {}
+    bits = 8 * np.dtype(dtype).itemsize
+
+    def prod_small(rows: list, m: int, sh: int) -> list:
+        """The run below in Python ints, row by row (tiny inputs: fewer numpy calls)."""
+        reduced, total = _reduced_multiplier(m, sh)
+        half = 1 << (total - 1)
+        step = steps.get(reduced)
+        if step is None:
+            if len(steps) >= 16:
+                steps.clear()
+            values = (*range(1 << (bits - 1)), *range(-(1 << (bits - 1)), 0))
+            step = steps[reduced] = [(v - zp_in) * reduced for v in values]
+        res = []
+        for row in rows:
+            acc = row[0] - zp_in
+            for v in row[1:]:
+                acc = ((((acc * step[v] + half) >> total) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+            q = ((((acc * reduced + half) >> total) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31) + zp_out
+            res.append(lo if q < lo else hi if q > hi else q)
+        return res
+
     def run(x, axis):
         red, out_shape, _ = axes.resolve(x.shape, axis)
         if x.size == 0:
             return np.zeros(out_shape, dtype)
-        in_size, out_size = x.size, int(np.prod(out_shape, dtype=np.int64))
+        in_size, out_size = x.size, math.prod(out_shape)
         m, sh = scaling(in_size // out_size)
         kept = [i for i in range(x.ndim) if i not in red]
         # Visit reduced elements in row-major order of the input, as the reference does.
         red_sorted = sorted(red)
-        xt = np.transpose(x, kept + red_sorted).reshape(out_size, -1).astype(np.int64)
+        order = kept + red_sorted
+        xt = x if order == list(range(x.ndim)) else np.transpose(x, order)
+        if bits == 8 and in_size <= 512 and 15 - sh >= 1:
+            rows = xt.reshape(out_size, -1).tolist()
+            return np.array(prod_small(rows, m, sh), dtype).reshape(out_shape)
+        xt = xt.reshape(out_size, -1).astype(np.int64)
         xt -= zp_in
         acc = xt[:, 0].copy()
         if xt.shape[1] > 1:
@@ -343,8 +383,8 @@ def _any_all(node: NodeContext, is_any: bool):
     if x is not None and x.type_name != "BOOL":
         raise node.unsupported(f"input type {x.type_name} is not supported (LiteRT requires BOOL)")
     _, axes = _common(node)
-    return _generic(axes, (lambda x, red: np.any(x, axis=red)) if is_any
-                    else (lambda x, red: np.all(x, axis=red)))
+    return _generic(axes, (lambda x, red: np.logical_or.reduce(x, axis=red)) if is_any
+                    else (lambda x, red: np.logical_and.reduce(x, axis=red)))
 
 
 @register("REDUCE_ANY", max_version=1, dtypes=("BOOL",))

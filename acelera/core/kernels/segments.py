@@ -45,17 +45,27 @@ def _allocate(shape: tuple[int, ...], dtype: np.dtype, init) -> np.ndarray:
     return np.zeros(shape, dtype) if init == 0 else np.full(shape, init, dtype)
 
 
-def _reduce(kind: str, data: np.ndarray, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Reduce data rows into out rows by segment id in input order; ids < 0 are skipped."""
+def _id_plan(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the ids >= 0 as a vector, the mask of kept rows or None when every id is kept)."""
+    ids = ids.reshape(-1)
+    if ids.size == 0 or np.minimum.reduce(ids) >= 0:
+        return ids, None
+    keep = ids >= 0
+    return ids[keep], keep
+
+
+def _reduce(kind: str, data: np.ndarray, ids: np.ndarray, out: np.ndarray,
+            plan: tuple[np.ndarray, np.ndarray | None] | None = None) -> np.ndarray:
+    """Reduce data rows into out rows by segment id in input order; ids < 0 are skipped.
+    `plan` is _id_plan(ids) when the caller has it."""
     n = ids.size
     if out.size == 0 or n == 0:
         return out
     seg = out.reshape(out.shape[0], -1)
     rows = data.reshape(n, seg.shape[1])
-    ids = ids.reshape(-1)
-    keep = ids >= 0
-    if not keep.all():
-        ids, rows = ids[keep], rows[keep]
+    ids, keep = _id_plan(ids) if plan is None else plan
+    if keep is not None:
+        rows = rows[keep]
     if kind == "sum":
         np.add.at(seg, ids, rows)
     elif kind == "prod":
@@ -108,9 +118,15 @@ def segment_sum(node: NodeContext) -> Kernel:
 
     if ids_t.data is not None:
         try:
-            segments(ids_t.data)
+            n_const = segments(ids_t.data)
         except KernelError as e:
             raise node.unsupported(str(e)) from None
+        plan = _id_plan(ids_t.data)
+
+        def run_const(data: np.ndarray, ids: np.ndarray) -> np.ndarray:
+            out = _allocate((n_const,) + data.shape[1:], dtype, 0)
+            return _reduce("sum", data, ids, out, plan)
+        return run_const
 
     def run(data: np.ndarray, ids: np.ndarray) -> np.ndarray:
         if in_shape_pass() and ids_t.data is None:
@@ -152,9 +168,15 @@ def _unsorted(node: NodeContext, kind: str) -> Kernel:
 
     if ids_t.data is not None and num_t.data is not None:
         try:
-            num_segments(ids_t.data, num_t.data)
+            n_const = num_segments(ids_t.data, num_t.data)
         except KernelError as e:
             raise node.unsupported(str(e)) from None
+        plan = _id_plan(ids_t.data)
+
+        def run_const(data: np.ndarray, ids: np.ndarray, num: np.ndarray) -> np.ndarray:
+            out = _allocate((n_const,) + data.shape[r:], dtype, init)
+            return _reduce(kind, data, ids, out, plan)
+        return run_const
 
     def run(data: np.ndarray, ids: np.ndarray, num: np.ndarray) -> np.ndarray:
         tail = data.shape[r:]

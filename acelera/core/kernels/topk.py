@@ -26,6 +26,30 @@ def _descending_order(rows: np.ndarray) -> np.ndarray:
     return key.argsort(axis=-1, kind="stable")
 
 
+_PACKED = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.int32))
+_I64 = np.dtype(np.int64)
+_SHIFT = np.asarray(np.int64(32))
+
+
+def _packed_topk(rows: np.ndarray, kk: int, idx_dt: np.dtype, out_shape: tuple,
+                 grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TopK of integer rows of at most 32 bits: each element's key ~value << 32 | index is
+    unique, so a plain sort of the keys gives LiteRT's order (stable argsort of small integer
+    types is a slow radix sort), and the values and indices come back out of the keys.
+    `grid` holds each element's index in its row (rows' shape, int64)."""
+    key = rows.astype(_I64)
+    np.invert(key, out=key)
+    key <<= _SHIFT
+    key |= grid
+    key.sort(axis=-1)
+    values = np.right_shift(key, _SHIFT)
+    np.invert(values, out=values)
+    if kk < rows.shape[1]:
+        key, values = key[:, :kk], values[:, :kk]
+    # the low bits of a key: its index (below the index type's maximum)
+    return values.astype(rows.dtype).reshape(out_shape), key.astype(idx_dt).reshape(out_shape)
+
+
 @register("TOPK_V2", max_version=3, dtypes=_TYPES)
 def topk_v2(node: NodeContext) -> Kernel:
     check_arity(node, 2, 2)
@@ -52,8 +76,12 @@ def topk_v2(node: NodeContext) -> Kernel:
         o = offsets[(rows, n)] = np.arange(0, rows * n, n, dtype=np.intp)[:, None]
         return o
 
+    idx_max = int(np.iinfo(idx_dt).max)
+    packed = x_t.dtype in _PACKED
+    grids: dict[tuple[int, int], np.ndarray] = {}
+
     def run(x: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        kk = int(k.reshape(-1)[0])
+        kk = int(k.reshape(-1)[0]) if k.size != 1 else int(k.item())
         n = x.shape[-1]
         if kk > n:
             raise KernelError(f"k {kk} is larger than the last dimension {n}")
@@ -62,9 +90,18 @@ def topk_v2(node: NodeContext) -> Kernel:
         if kk == 0 or x.size == 0:
             return np.zeros(out_shape, x.dtype), np.zeros(out_shape, idx_dt)
         rows = x.reshape(-1, n)
-        if n > np.iinfo(idx_dt).max:
+        if n > idx_max:
             raise KernelError(f"row size {n} exceeds the range of the {idx_t.type_name} index output")
-        order = _descending_order(rows)[:, :kk]
+        if packed:
+            grid = grids.get(rows.shape)
+            if grid is None:
+                if len(grids) >= 16:
+                    grids.clear()
+                grid = grids[rows.shape] = np.ascontiguousarray(np.broadcast_to(np.arange(n, dtype=_I64), rows.shape))
+            return _packed_topk(rows, kk, idx_dt, out_shape, grid)
+        order = _descending_order(rows)
+        if kk < n:
+            order = order[:, :kk]
         base = offsets.get(rows.shape)
         if base is None:
             base = row_offsets(*rows.shape)

@@ -30,9 +30,22 @@ def where(node: NodeContext) -> Kernel:
     if node.outputs[0].type != _INT64:
         raise node.unsupported(f"output type {node.outputs[0].type_name} is not INT64")
 
+    grids: dict[tuple, np.ndarray] = {}
+
+    def grid(shape: tuple) -> np.ndarray:
+        """Every element's coordinates, row-major: (size, rank) int64."""
+        if len(grids) >= 8:
+            grids.clear()
+        g = grids[shape] = np.indices(shape, np.int64).reshape(len(shape), -1).T.copy()
+        return g
+
     def run(cond: np.ndarray) -> np.ndarray:
         if cond.ndim == 0:
             return np.argwhere(cond != 0).astype(np.int64).reshape(-1, cond.ndim)
+        if cond.size <= 1024:
+            g = grids.get(cond.shape)
+            # the nonzero elements in row-major order (NaN counts, -0.0 not)
+            return (g if g is not None else grid(cond.shape)).take(cond.reshape(-1).nonzero()[0], axis=0)
         coords = cond.nonzero()  # the nonzero elements in row-major order (NaN counts, -0.0 not)
         out = np.empty((coords[0].size, cond.ndim), np.int64)
         for k, v in enumerate(coords):
