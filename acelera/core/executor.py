@@ -105,6 +105,8 @@ class Executor:
         self.deferred: set[int] = set()  # nodes prepared at invoke (downstream of dynamic shapes)
         self._failed: Step | None = None
         self.report: DelegationReport | None = None  # set by partition.apply_delegates
+        self.callee = False  # run by control flow (see _is_callee), not by an interpreter
+        self.pinned: dict[int, np.ndarray] = {}  # input tensor -> the value it always has (prepare)
 
     @property
     def plan(self) -> list[Step]:
@@ -181,6 +183,9 @@ class Executor:
         self._prepared = {}
         self._check_all = False
         self.values = [t.data if t.is_constant else None for t in self.sg.tensors]
+        for t, v in self.pinned.items():  # shown to kernels as constants, like folded tensors
+            self.values[t] = v
+            self.folded.add(t)
         self.reset_variables()
         self.plan = []
         self.plan_ready = False
@@ -189,8 +194,8 @@ class Executor:
         tainted: set[int] = set()  # tensors whose shape may change with input values
         # tensors whose shape may differ at invoke from the one the plan records (a called
         # subgraph's inputs change shape without a new prepare): never folded through SHAPE
-        varying: set[int] = set(self.sg.inputs) if self._is_callee() else set()
-        fixed = {t.index for t in self.sg.tensors if t.is_constant and not t.is_variable}
+        varying: set[int] = set(self.sg.inputs) - self.folded if self._is_callee() else set()
+        fixed = {t.index for t in self.sg.tensors if t.is_constant and not t.is_variable} | self.folded
         for i in self.sg.execution_order:
             op = self.sg.operators[i]
             dynamic_in = any(t in tainted for t in op.inputs)
@@ -223,6 +228,8 @@ class Executor:
 
     def _is_callee(self) -> bool:
         """Whether this executor runs a subgraph that control flow calls (ModelRuntime.callee)."""
+        if self.callee:
+            return True
         callees = getattr(self.runtime, "_callees", None)
         return isinstance(callees, dict) and callees.get(self.sg.index) is self
 
@@ -377,6 +384,27 @@ class Executor:
                     self._run_rest(self.values, k)
         except BaseException as e:
             self._relabel(e)
+
+    def run_unchanged(self) -> None:
+        """run() for a called subgraph whose inputs kept their shapes, from inside a running
+        plan (numpy's floating-point errors already ignored): the compiled plan directly."""
+        c = self._compiled
+        fn = c.fn if c is not None else None
+        if c is None or fn is None or self._check_all:
+            self.run(False)
+            return
+        self._failed = None
+        values = self.values
+        try:
+            k = fn(values, self.shapes, c.kernels, c.guards, self._guard_failed, self._store, _ND)
+        except BaseException as e:
+            self._failed = c.failed_step(e.__traceback__)
+            self._relabel(e)
+        if k is not None:
+            try:
+                self._run_rest(values, k)
+            except BaseException as e:
+                self._relabel(e)
 
     @staticmethod
     def _quietly(fn, *args) -> None:

@@ -14,6 +14,8 @@ Follows tflite/kernels/{comparisons,logical,select}.cc:
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from acelera.core.dtypes import TYPE_NAMES
@@ -45,6 +47,26 @@ from acelera.core.kernels.registry import NodeContext, register
 from acelera.core.quant import multiply_by_quantized_multiplier_scalar as mbqm
 
 BOOL = np.dtype(np.bool_)
+
+# Python's operators on the items of 0-d operands give the ufuncs' results (ints exactly,
+# float32 values widened exactly, NaN compares false) without a ufunc call's overhead.
+_ITEM_OPS = {np.equal: operator.eq, np.not_equal: operator.ne, np.less: operator.lt,
+             np.less_equal: operator.le, np.greater: operator.gt, np.greater_equal: operator.ge,
+             np.logical_and: operator.and_, np.logical_or: operator.or_}
+
+
+def _scalar_fast(node: NodeContext, ufunc, run):
+    """`run`, with 0-d operands (a loop's counter against its bound) compared as Python items."""
+    a, b = node.input(0), node.input(1)
+    if a is None or b is None or a.shape != () or b.shape != ():
+        return run
+    op, asarray = _ITEM_OPS[ufunc], np.asarray
+
+    def run_items(x, y):
+        if x.ndim or y.ndim:
+            return run(x, y)
+        return asarray(op(x.item(), y.item()))
+    return run_items
 
 
 def _typed_operands(node: NodeContext, allowed: tuple[str, ...]) -> str | None:
@@ -82,7 +104,7 @@ def _comparison(node: NodeContext, ufunc, *, allow_bool: bool, int16_scaled: boo
     dt = a.dtype
     scaled = dt in QUANT8 or (dt == I16 and int16_scaled and is_quantized(a))
     if not scaled:
-        return scalar_safe(ufunc)
+        return _scalar_fast(node, ufunc, scalar_safe(ufunc))
 
     def scaler(t, what):
         scale, zp = qparams(node, t, what)
@@ -145,7 +167,7 @@ def greater_equal(node: NodeContext):
 
 def _logical(node: NodeContext, ufunc):
     binary_operands(node, {BOOL})
-    return scalar_safe(ufunc)
+    return _scalar_fast(node, ufunc, scalar_safe(ufunc))
 
 
 @register("LOGICAL_AND", max_version=1, dtypes=("BOOL",))

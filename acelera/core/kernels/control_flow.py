@@ -12,8 +12,8 @@ import os
 import numpy as np
 
 from acelera.core.dtypes import TYPE_NAMES
-from acelera.core.errors import AceleraError
 from acelera.core.kernels.registry import NodeContext, in_shape_pass, register
+from acelera.core.while_loop import WhileLoop, truth
 
 MAX_LOOP_ITERATIONS = int(os.environ.get("ACELERA_MAX_LOOP_ITERATIONS", "1000000"))
 
@@ -47,10 +47,7 @@ def _input_shapes(node: NodeContext, start: int = 0) -> list[tuple[int, ...]]:
     return shapes
 
 
-def _truth(value: np.ndarray, what: str) -> bool:
-    if value.size != 1:
-        raise AceleraError(f"{what} must be a single boolean, got shape {list(value.shape)}")
-    return bool(value.item())
+_truth = truth
 
 
 _ANY = tuple(sorted(TYPE_NAMES.values()))  # values pass through to the called subgraphs untouched
@@ -87,23 +84,15 @@ def while_(node: NodeContext):
     rt.callee(cond_i, shapes)
     rt.callee(body_i, shapes)
 
-    call = rt.call
+    consts = [None if t is None or t.is_variable else t.data for t in node.inputs]
+    loop = WhileLoop(rt, cond_i, body_i, shapes, consts)
 
     def run(*args):
         if in_shape_pass():
             return tuple(np.array(a, copy=True) for a in args)
         # The body's outputs feed its next iteration as they are (kernels never write to their
         # inputs); only the loop's final values are copied out of the subgraphs' tensors.
-        values = args
-        for _ in range(MAX_LOOP_ITERATIONS):
-            cond = call(cond_i, values)[0]
-            if cond.size != 1:
-                _truth(cond, "WHILE condition")
-            if not cond.item():
-                return tuple(np.array(v, copy=True) for v in values)
-            values = call(body_i, values)
-        raise AceleraError(f"loop did not finish after {MAX_LOOP_ITERATIONS} iterations "
-                           f"(ACELERA_MAX_LOOP_ITERATIONS raises the limit)")
+        return loop(args, MAX_LOOP_ITERATIONS)
 
     return run
 

@@ -172,9 +172,9 @@ def logistic(node: NodeContext) -> Kernel:
             # 1 / (1 + exp(-x)) everywhere: LiteRT's cut-offs (1 above 16.62, exp(x) below -9)
             # differ from it by less than 6.1e-8, far inside float tolerance.
             t = negative(a)
-            exp(t, out=t)
-            add(t, one, out=t)
-            return reciprocal(t, out=t)
+            exp(t, t)  # positional outputs: a ufunc parses them faster than out=
+            add(t, one, t)
+            return reciprocal(t, t)
         general = float_kernel(sigmoid)
 
         def run(a):
@@ -205,7 +205,13 @@ def tanh(node: NodeContext) -> Kernel:
         return half
     x, y = unary_io(node, (np.float32, np.uint8, np.int8, np.int16))
     if is_float32(x):
-        return lambda a: np.tanh(a)
+        tanh_, asarray = np.tanh, np.asarray
+
+        def run(a):
+            r = tanh_(a)
+            return r if a.ndim else asarray(r)  # a ufunc returns a scalar for a 0-d input
+        run.returns_ndarray = True  # type: ignore[attr-defined]
+        return run
     qio = quantized_io(node, x, y)
     if x.dtype == np.int16:
         table = _tanh_int16_table(*_int16_input_rescale(node, x, y, (0, 1)))
