@@ -136,7 +136,7 @@ def batch_matmul(node: NodeContext):
 
     def prep_rhs(rhs):
         b = _swap(rhs) if adj_y else rhs
-        ft, _ = numerics(b.shape[-2])
+        ft = exact_float_type(b.shape[-2], l_max * r_max)
         b = b.astype(ft)
         if r_zp:
             b -= ft(r_zp)
@@ -163,19 +163,26 @@ def batch_matmul(node: NodeContext):
             got = checked[key] = (ft, may_wrap, offset_may_wrap)
         return got
 
+    # MultiplyByQuantizedMultiplier's one-multiplier form applies (it never saturates)
+    scalar_mbqm = mult != quant.INT32_MIN and -31 <= shift <= 31
+    matmul, i64 = np.matmul, np.dtype(np.int64)
+
     def run_quant(lhs, rhs):
         ft, may_wrap, offset_may_wrap = shape_numerics(lhs.shape, rhs.shape)
         b = b_pre if b_pre is not None else prep_rhs(rhs)
         a = (_swap(lhs) if adj_x else lhs).astype(ft)
         if l_zp:
             a -= ft(l_zp)
-        acc = np.matmul(a, b).astype(np.int64)
+        acc = matmul(a, b).astype(i64)
         if int16:
             r = quant.multiply_by_quantized_multiplier_int64_inplace(acc, mult, shift)
         else:
             if may_wrap:
                 quant.wrap_int32_inplace(acc)
-            r = quant.multiply_by_quantized_multiplier_inplace(acc, mult, shift)
+            if scalar_mbqm:
+                r = quant.multiply_by_quantized_multiplier_scalar_inplace(acc, mult, shift)
+            else:
+                r = quant.multiply_by_quantized_multiplier_inplace(acc, mult, shift)
             r += o_zp
             if offset_may_wrap:
                 quant.wrap_int32_inplace(r)

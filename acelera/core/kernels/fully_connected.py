@@ -562,6 +562,8 @@ def _quantized_run(p: QuantizedFCParams, as_rows):
         np.max(np.asarray(mult).astype(np.float64) * np.exp2(np.asarray(shift).astype(np.float64) - 31)))
     in_range = acc_limit * real_max + abs(out_zp) + 2 < 2.0 ** 31 and acc_limit < 2 ** 52
     lo_f, hi_f = float(lo), float(hi)
+    if not fixed_point and p.weights is not None and not p.bias_from_input and not may_wrap and in_range:
+        return _constant_run(p, eff, b_pre, as_rows, lo_f, hi_f)
 
     def run(x, w, b=None):
         x2, shape = as_rows(x)
@@ -588,4 +590,37 @@ def _quantized_run(p: QuantizedFCParams, as_rows):
             np.maximum(r, lo, out=r)
             np.minimum(r, hi, out=r)
         return r.astype(out_dtype).reshape(shape)
+    return run
+
+
+_BELOW_HALF = np.nextafter(0.5, 0.0)
+
+
+def _constant_run(p: QuantizedFCParams, eff, b_pre: np.ndarray | None, as_rows, lo_f: float, hi_f: float):
+    """The double-precision requantization with constant weights and bias and an accumulator
+    that can neither wrap nor leave int32 once scaled: x @ W.T on the raw inputs (exact, in
+    float32 when the sums allow) plus the bias with the input offset folded in
+    (bias - input_zero_point * row_sums(W), exact in float64), then
+    round(acc * scale) + output_zero_point clamped, in a few fused passes."""
+    assert p.weights is not None
+    w64 = p.weights.astype(np.float64)
+    lo_in, hi_in = quant.int_limits(p.input_dtype)
+    mm = ExactIntMatmul(w64, max(-lo_in, hi_in))
+    fold = w64.sum(axis=1) * -float(p.input_zero_point)
+    if b_pre is not None:
+        fold += b_pre
+    w32 = mm.chunks[0][2] if len(mm.chunks) == 1 and mm.dtype == np.float32 else None
+    out_dtype, zp = p.output_dtype, float(p.output_zero_point)
+    f32, add, copysign, trunc = np.float32, np.add, np.copysign, np.trunc
+
+    def run(x, w, b=None):
+        x2, shape = as_rows(x)
+        r = add(dense(x2.astype(f32), w32), fold) if w32 is not None else add(mm(x2), fold)
+        r *= eff
+        t = copysign(_BELOW_HALF, r)
+        t += r
+        trunc(t, out=t)  # std::round: halves away from zero (see quant.round_half_away)
+        t += zp
+        clip_ufunc(t, lo_f, hi_f, out=t)
+        return t.astype(out_dtype).reshape(shape)
     return run

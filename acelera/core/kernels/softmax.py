@@ -383,7 +383,19 @@ def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
     exp_shift = 31 - bits
     flat_q12, flat_q0 = exp_q12.reshape(-1), exp_q0.reshape(-1)
     # Rows up to this length have positive int32 sums: each row's maximum adds exp(0) > 0.
-    max_row = INT32_MAX // max(int(flat_q12.max()), 1) if int(flat_q12[-1]) > 0 else 0
+    q12_max = max(int(flat_q12.max()), 1)
+    max_row = INT32_MAX // q12_max if int(flat_q12[-1]) > 0 else 0
+
+    def row_constants(sums: np.ndarray) -> np.ndarray:
+        """(Q0.31 reciprocal << 6) + output exponent in [0, 31] per row sum."""
+        scale, over = _reciprocals(sums, 12)
+        e = over + exp_shift
+        clip_ufunc(e, 0, 31, out=e)
+        scale <<= 6
+        scale += e
+        return scale
+
+    memos: dict[int, MemoTable] = {}  # row length -> its row constants by row sum
 
     def run(a):
         if a.size == 0:
@@ -393,13 +405,19 @@ def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
         idx -= np.maximum.reduce(r, axis=1, keepdims=True)
         idx += 255
         sums = np.add.reduce(flat_q12.take(idx), axis=1)
-        if sums.shape[0] > 1 and r.shape[1] <= max_row:
-            scale, over = _reciprocals(sums, 12)
-            e = over + exp_shift
-            clip_ufunc(e, 0, 31, out=e)
+        n = r.shape[1]
+        if sums.shape[0] > 1 and n <= max_row:
+            memo = memos.get(n)
+            if memo is None:
+                if len(memos) >= 8:
+                    memos.clear()
+                bound = n * q12_max + 1  # row sums lie in [1, bound)
+                memo = memos[n] = MemoTable(row_constants, bound, bound if bound <= 1 << 18 else 1 << 12)
+            packed = memo(sums)
+            e = packed & 63
             # srdhm of non-negative operands, then RoundingDivideByPOT of a non-negative value
             prod = flat_q0.take(idx)
-            prod *= scale[:, None]
+            prod *= (packed >> 6)[:, None]
             prod += 1 << 30
             prod >>= 31
             prod <<= 1
