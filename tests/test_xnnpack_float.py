@@ -55,14 +55,15 @@ def w(*shape, seed=1, scale=0.3):
     return np.random.default_rng(seed).normal(0, scale, shape).astype(F32)
 
 
-def dw_model(h, wd, c, k, stride, padding="SAME", dil=1, act="NONE", n=1, tail=None):
+def dw_model(h, wd, c, k, stride, padding="SAME", dil=1, act="NONE", n=1, tail=None, mult=1):
     b = ModelBuilder()
     x = b.add_input("x", (n, h, wd, c), F32)
+    c *= mult  # output channels
     oh = -(-h // stride) if padding == "SAME" else (h - (k - 1) * dil - 1) // stride + 1
     ow = -(-wd // stride) if padding == "SAME" else (wd - (k - 1) * dil - 1) // stride + 1
     y = b.add_tensor("y", (n, oh, ow, c), F32)
     b.add_operator("DEPTHWISE_CONV_2D", [x, b.add_constant("w", w(1, k, k, c)), b.add_constant("b", w(c, seed=2))],
-                   [y], padding=padding, stride_h=stride, stride_w=stride, depth_multiplier=1,
+                   [y], padding=padding, stride_h=stride, stride_w=stride, depth_multiplier=mult,
                    dilation_h_factor=dil, dilation_w_factor=dil, fused_activation_function=act)
     if tail == "PRELU":
         z = b.add_tensor("z", (n, oh, ow, c), F32)
@@ -90,6 +91,17 @@ def dw_model(h, wd, c, k, stride, padding="SAME", dil=1, act="NONE", n=1, tail=N
 ])
 def test_depthwise_matches_the_reference(h, wd, c, k, stride, padding, dil, act, n, tail):
     compare(dw_model(h, wd, c, k, stride, padding, dil, act, n, tail))
+
+
+@pytest.mark.parametrize("h, wd, c, mult, k, stride, padding, act, tail", [
+    (32, 32, 3, 2, 3, 1, "SAME", "NONE", None),  # sepconv_net's first layer
+    (6, 6, 24, 2, 3, 1, "VALID", "RELU", None),
+    (9, 7, 4, 3, 3, 2, "SAME", "RELU6", "HARD_SWISH"),
+    (5, 5, 1, 8, 1, 1, "VALID", "NONE", None),  # 1x1: a per-channel scale of the repeated input
+])
+def test_depthwise_with_a_depth_multiplier_is_native(h, wd, c, mult, k, stride, padding, act, tail):
+    d = compare(dw_model(h, wd, c, k, stride, padding, act=act, tail=tail, mult=mult))
+    assert _python_steps(d) == []
 
 
 @pytest.fixture
@@ -137,6 +149,31 @@ def test_fully_connected_few_rows(m, k, n, act):
     model = single_op_model("FULLY_CONNECTED", [In((m, k)), Const(w(n, k)), Const(w(n, seed=4))], [Out((m, n))],
                             fused_activation_function=act)
     compare(model, rel=2e-5)
+
+
+def _python_steps(d) -> list:
+    """The steps of the delegate's partitions that are Python closures, not native runs."""
+    return [f for k in d.kernels for f in k.steps if getattr(f, "__qualname__", "") != "bind.<locals>.<lambda>"]
+
+
+@pytest.mark.parametrize("blas", [True, False])
+@pytest.mark.parametrize("h, cin, cout, k, stride, act", [
+    (8, 16, 8, 3, 1, "RELU"),  # densenet_mini's 3x3 convolutions
+    (8, 16, 16, 1, 1, "NONE"),  # pointwise, past the fc_chain bound
+    (16, 3, 16, 3, 2, "RELU6"),
+    (4, 64, 64, 1, 1, "RELU6"),  # 16 rows: no longer gemm_small
+])
+def test_gemms_call_blas_from_the_native_run(monkeypatch, blas, h, cin, cout, k, stride, act):
+    """With numpy's BLAS reachable (jit.blas_sgemm) a convolution is one native run (OP_SGEMM
+    records call cblas_sgemm); without it the GEMMs are np.matmul closures, jit.gemm_small or
+    jit.fc_chain as before. Same results."""
+    if not blas:
+        monkeypatch.setattr(jit, "blas_sgemm", lambda: 0)
+    else:
+        assert jit.blas_sgemm() != 0  # numpy's wheels ship an ILP64 OpenBLAS
+    d = compare(conv_model(h, h, cin, cout, k, stride, act=act), rel=2e-5)
+    if blas:
+        assert _python_steps(d) == []
 
 
 def pointwise_chain(hw, cin, cout, act2):

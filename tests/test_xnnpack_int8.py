@@ -1,4 +1,5 @@
-"""xnnpack-cpu's int8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED fast paths.
+"""xnnpack-cpu's int8 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED (and AVERAGE_POOL_2D, SOFTMAX)
+fast paths.
 
 They are built from the reference kernels' prepared quantization parameters
 (acelera.core.kernels.prepared); every such node the delegate takes in the shared int8 models and
@@ -15,8 +16,9 @@ import pytest
 from numba import njit
 from xnnpack_testing import run
 
-from acelera import Interpreter
+from acelera import Interpreter, load_delegate
 from acelera.core.builder import Const, In, Out, single_op_model
+from acelera.core.interpreter import OpResolverType
 from acelera.core.kernels.prepared import QuantizedConvParams, QuantizedFCParams, prepared_params
 from acelera.core.kernels.registry import NodeContext
 from acelera.plugins.xnnpack_cpu import jit, qjit, threads
@@ -43,10 +45,12 @@ def assert_fast_and_exact(model: bytes, seeds=(0,), **options) -> None:
         want, got, it, d = run(model, seed, **options)
         delegated = set(it.delegation.nodes_of("xnnpack-cpu"))
         ops = {i: op.name for i, op in enumerate(it.model.main.operators)}
-        wanted = {i for i in delegated if ops[i] in FAST_OPS}
-        slow = [f for k in d.kernels for f in fallbacks(k) if f.op in FAST_OPS]
+        sg = it.model.main
+        wanted = {i for i in delegated if ops[i] in FAST_OPS or (ops[i] == "SOFTMAX" and sg.tensors[
+            sg.operators[i].inputs[0]].dtype in (np.int8, np.uint8))}
+        slow = [f for k in d.kernels for f in fallbacks(k) if f.op in FAST_OPS + ("SOFTMAX",)]
         assert not slow, slow
-        fast = {n for s in quant_specs(d) if s.op in FAST_OPS and not s.fallback for n in s.nodes}
+        fast = {n for s in quant_specs(d) if s.op in FAST_OPS + ("SOFTMAX",) and not s.fallback for n in s.nodes}
         assert fast == wanted
         for w, g in zip(want, got):
             assert g.dtype == w.dtype and g.shape == w.shape
@@ -371,3 +375,52 @@ def test_int8_average_pool_is_native_and_bit_exact(case):
         assert not [f for k in d.kernels for f in fallbacks(k)]
         assert [s.op for s in quant_specs(d)] == ["AVERAGE_POOL_2D"]
         np.testing.assert_array_equal(got[0], want[0])
+
+
+# --- SOFTMAX (int8_softmax.py) --------------------------------------------------------------------
+
+def softmax_model(shape, in_q=(0.05, 3)):
+    return single_op_model("SOFTMAX", [In(shape, I8, in_q)], [Out(shape, I8, (1 / 256, -128))], version=2, beta=1.0)
+
+
+SOFTMAX_CASES = {  # the op table takes int8 -> int8 with beta 1 only
+    "1x10": softmax_model((1, 10)),
+    "rows": softmax_model((3, 5, 17), in_q=(0.2, -5)),
+    "many_rows": softmax_model((40, 33), in_q=(0.01, 0)),
+    "long_rows": softmax_model((2, 600), in_q=(0.3, 1)),
+    "one_column": softmax_model((6, 1), in_q=(0.05, 100)),
+}
+
+
+def _run_softmax(model: bytes, x: np.ndarray):
+    ref = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    d = load_delegate("xnnpack-cpu")
+    it = Interpreter(model_content=model, experimental_delegates=[d])
+    outs = []
+    for i in (ref, it):
+        i.allocate_tensors()
+        i.set_tensor(i.get_input_details()[0]["index"], x)
+        i.invoke()
+        outs.append(i.get_tensor(i.get_output_details()[0]["index"]))
+    return outs[0], outs[1], it, d
+
+
+@pytest.mark.parametrize("case", sorted(SOFTMAX_CASES))
+def test_int8_softmax_is_native_and_bit_exact(case):
+    model = SOFTMAX_CASES[case]
+    for seed in (0, 1):
+        want, got, it, d = run(model, seed)
+        assert it.delegation.nodes_of("xnnpack-cpu") == [0], it.delegation.rejections
+        assert not [f for k in d.kernels for f in fallbacks(k)]
+        assert [s.op for s in quant_specs(d)] == ["SOFTMAX"]
+        assert got[0].dtype == want[0].dtype
+        np.testing.assert_array_equal(got[0], want[0])
+    # inputs close to each other (many nonzero outputs), equal maxima, constant rows
+    det = Interpreter(model_content=model).get_input_details()[0]
+    info = np.iinfo(det["dtype"])
+    rng = np.random.default_rng(2)
+    shape = tuple(det["shape"])
+    for x in (rng.integers(info.max - 12, info.max + 1, shape), np.full(shape, info.min), np.full(shape, info.max),
+              rng.integers(-3, 4, shape) + (info.min + info.max) // 2):
+        want_, got_, *_ = _run_softmax(model, x.astype(det["dtype"]))
+        np.testing.assert_array_equal(got_, want_)

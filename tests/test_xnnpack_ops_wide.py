@@ -46,6 +46,16 @@ def test_float_ops_match_the_reference_and_are_delegated(case):
     check(model, *(rng or (-2.0, 2.0)))
 
 
+@pytest.mark.parametrize("case", ["MEAN_group_norm_5d", "MEAN_outer_and_mid", "MEAN_duplicate_axes"])
+def test_mean_over_axes_apart_is_native(case):
+    """MEAN over axes that are not one contiguous range (norm_net's group norm) runs on
+    jit.mean_nd inside the native run, not on numpy."""
+    want, got, it, d = run(FLOAT_CASES[case][0])
+    assert [len(k.steps) for k in d.kernels] == [1]
+    assert getattr(d.kernels[0].steps[0], "__qualname__", "") == "bind.<locals>.<lambda>"
+    np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-5 * max(1.0, float(np.max(np.abs(want[0])))))
+
+
 @pytest.mark.parametrize("case", sorted(INT8_CASES))
 def test_int8_ops_are_bit_exact_and_delegated(case):
     check(INT8_CASES[case])

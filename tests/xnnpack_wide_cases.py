@@ -65,6 +65,8 @@ FLOAT_CASES = {
     "MEAN_3d_axis1": (reduce("MEAN", (2, 12, 32), [1], (2, 32)), None),
     "MEAN_all_axes": (reduce("MEAN", (3, 4, 5), [0, 1, 2], ()), None),
     "MEAN_duplicate_axes": (reduce("MEAN", (2, 4, 5, 6), [3, -1, 1], (2, 5)), None),
+    "MEAN_group_norm_5d": (reduce("MEAN", (1, 16, 16, 4, 4), [1, 2, 4], (1, 1, 1, 4, 1), keep_dims=True), None),
+    "MEAN_outer_and_mid": (reduce("MEAN", (3, 4, 5, 6), [0, 2], (4, 6)), None),
     "SUM": (reduce("SUM", (2, 4, 5, 6), [1, 3], (2, 1, 5, 1), keep_dims=True), None),
     "REDUCE_MAX": (reduce("REDUCE_MAX", (2, 7, 9), [1], (2, 9)), None),
     "REDUCE_MIN": (reduce("REDUCE_MIN", (2, 7, 9), [0, 2], (7,)), None),

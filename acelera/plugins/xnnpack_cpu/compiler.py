@@ -3,13 +3,15 @@
 Fusion (float32):
 - CONV_2D / FULLY_CONNECTED [-> ADD of a residual, possibly a channel-PADded one] [-> RELU,
   RELU6, RELU_N1_TO_1 clamps, then one PRELU, HARD_SWISH or (small) LOGISTIC] is one step:
-  blocked im2col (from a zero-bordered copy) + BLAS GEMM + one epilogue pass, or for at most
-  conv.SMALL_M output pixels one numba GEMM with the epilogue fused;
+  blocked im2col (from a zero-bordered copy) + BLAS GEMM (called from the native run where
+  numpy's OpenBLAS allows, jit_blas.py) + one epilogue pass, or for few output pixels one
+  numba GEMM with the epilogue fused (conv.SMALL_M);
 - a CONV_2D whose only reader is a DEPTHWISE_CONV_2D leaves its bias and clamp to the
   depthwise step, which applies them while it copies its input (one pass less);
 - chains of small FULLY_CONNECTED / pointwise CONV_2D layers (MLPs, squeeze-excite blocks)
   with their activations are one numba call;
-- DEPTHWISE_CONV_2D [-> activations] is one depthwise call;
+- DEPTHWISE_CONV_2D [-> activations] is one depthwise call (with a depth multiplier: after a
+  copy of its input with every channel repeated);
 - LOGISTIC + MUL(x, LOGISTIC(x)) (swish) is one pass;
 - the converter's LayerNorm subgraph over the last axis (MEAN, NEG, SQUARED_DIFFERENCE, MEAN,
   ADD, RSQRT, MUL, MUL, ADD, MUL, ADD) is one pass per row (Builder.layer_norm).
@@ -247,6 +249,7 @@ class Builder:
         return nodes, t, act1, act2
 
     SMALL_FC = 1 << 16  # M*K*N up to which one numba loop beats BLAS plus an epilogue
+    SMALL_FC_BLAS = 1 << 10  # the same when the native run calls BLAS itself (jit.blas_sgemm)
     SMALL_SIGMOID = 4096  # LOGISTIC fused into a numba loop only up to this many values
 
     def fc_dims(self, n: int) -> tuple[int, int, int]:
@@ -276,7 +279,7 @@ class Builder:
         elif ctx.op.name != "FULLY_CONNECTED" or len(ops.tin(ctx, 1).shape) != 2:
             return False
         m, k, nn = self.fc_dims(n)
-        return m * k * nn <= self.SMALL_FC
+        return m * k * nn <= (self.SMALL_FC_BLAS if jit.blas_sgemm() else self.SMALL_FC)
 
     def fc_chain(self, n: int) -> tuple[int, Spec]:
         """Consecutive small FULLY_CONNECTED / pointwise CONV_2D layers (each feeding only the
@@ -462,9 +465,13 @@ class Builder:
         ctx = g.ctx(n)
         x_t, w_t = ops.tin(ctx, 0), ops.tin(ctx, 1)
         w = g.const(ctx.op.inputs[1])
-        if w_t.shape[3] != x_t.shape[3] or w is None:  # depth multiplier: reference kernel
-            return None
-        geom = conv.conv_geometry(ctx)
+        from acelera.plugins.xnnpack_cpu import jit
+
+        cin, cout = int(x_t.shape[3]), int(w_t.shape[3])
+        mult = cout // cin if cin > 0 and cout % cin == 0 else 0
+        if w is None or mult < 1 or (mult > 1 and (not jit.AVAILABLE or len(x_t.shape) != 4)):
+            return None  # the reference kernel
+        geom = conv.conv_geometry(ctx, cout if mult > 1 else None)
         b = g.const(ctx.op.inputs[2]) if len(ctx.op.inputs) > 2 and ctx.op.inputs[2] >= 0 else None
         more, t, act, act2 = self.absorb_tail(ctx.op.outputs[0], act_of(ctx), Act(), after_add=False)
         nodes = [n] + more
@@ -472,6 +479,8 @@ class Builder:
         pre = self.pre.get(n)
         spec = conv.dw_spec(self.label(nodes), tuple(nodes), ctx.op.inputs[0], t, geom,
                          lambda: conv.dw_pack(w, b, alpha, geom, self.r16, pre), act, act2, pre[1] if pre is not None else None)
+        if mult > 1:
+            spec = conv.dw_multiplier_spec(spec, ctx.op.inputs[0], tuple(x_t.shape), mult)
         return self.last(nodes), spec
 
     # -- LayerNorm ---------------------------------------------------------------------------------

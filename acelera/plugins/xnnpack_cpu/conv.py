@@ -2,14 +2,24 @@
 small dense chains as one numba call, DEPTHWISE_CONV_2D over a packed, zero-bordered input."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from acelera.core.kernels.conv import Geometry
 from acelera.core.kernels.registry import NodeContext
 from acelera.plugins.xnnpack_cpu import jit
-from acelera.plugins.xnnpack_cpu.native_records import OP_DW, OP_DW_1X1, OP_FC_CHAIN, OP_GEMM, OP_IM2COL_PADDED, Native, Par
+from acelera.plugins.xnnpack_cpu.native_records import (
+    OP_COPY,
+    OP_DW,
+    OP_DW_1X1,
+    OP_FC_CHAIN,
+    OP_GEMM,
+    OP_IM2COL_PADDED,
+    OP_SGEMM,
+    Native,
+    Par,
+)
 from acelera.plugins.xnnpack_cpu.spec import (
     EMPTY,
     F32,
@@ -29,18 +39,23 @@ from acelera.plugins.xnnpack_cpu.spec import (
 
 # --- convolution, fully connected -------------------------------------------------------------
 
-def conv_geometry(ctx: NodeContext) -> Geometry:
+def conv_geometry(ctx: NodeContext, channels: int | None = None) -> Geometry:
+    """The convolution's geometry; `channels` replaces the input's channel count (a depthwise
+    convolution with a depth multiplier seen on its input's channels repeated)."""
     o = ctx.options
     x_t, w_t = ctx.inputs[0], ctx.inputs[1]
     assert x_t is not None and w_t is not None  # the op table takes convolutions with input and filter only
     w = w_t.shape
-    return Geometry.make(x_t.shape, int(w[1]), int(w[2]), int(o.get("padding", 0) or 0),
+    shape = tuple(x_t.shape) if channels is None else tuple(x_t.shape[:3]) + (channels,)
+    return Geometry.make(shape, int(w[1]), int(w[2]), int(o.get("padding", 0) or 0),
                          int(o.get("stride_h", 1) or 1), int(o.get("stride_w", 1) or 1),
                          int(o.get("dilation_h_factor", 1) or 1), int(o.get("dilation_w_factor", 1) or 1))
 
 
 #: up to this many GEMM rows (output pixels) a convolution or FULLY_CONNECTED runs on
-#: jit.gemm_small with its epilogue fused (BLAS repacks the weights every call)
+#: jit.gemm_small with its epilogue fused (BLAS repacks the weights every call); where numpy's
+#: BLAS can be called from the native run (jit.blas_sgemm), only single-row ones do: its
+#: small-matrix kernels beat gemm_small 2-7x from 4 rows up
 SMALL_M = 12
 #: a pointwise GEMM of up to this many multiply-adds also runs on jit.gemm_small, whatever M
 #: (a BLAS call and a separate epilogue cost more than the product there)
@@ -75,8 +90,9 @@ def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None
     ow = geom.ow if geom is not None else 1
     rows = m // ow
     numba_ok = jit.AVAILABLE and (pointwise or not unpadded_1x1)
+    sgemm = jit.blas_sgemm()
     small = (jit.AVAILABLE and (m <= SMALL_M or (pointwise and m * k * n_out <= SMALL_MACS))
-             and (res_tid is None or cres == n_out) and not raw)
+             and (res_tid is None or cres == n_out) and not raw and (not sgemm or m == 1))
     split = jit.AVAILABLE and small and n_out >= 32 and m * k * n_out >= PAR_MACS  # BLAS splits the others
     row_bytes = ow * 4 * ((0 if pointwise else k) + n_out * (2 if res_tid is not None else 1))
     rb = row_blocks(rows, row_bytes) if numba_ok and not small else rows
@@ -152,7 +168,7 @@ def gemm_spec(label, nodes, x_tid, out_tid, res_tid, kind, geom: Geometry | None
             rsb = None if res2 is None else res2[p0:p1]
             if gather is not None:
                 groups[half].append(gather)
-            groups[half].append(_matmul(mm, cols, w, acc))
+            groups[half].append(Native(OP_SGEMM, sgemm, cols, w, acc) if sgemm else _matmul(mm, cols, w, acc))
             if not raw:
                 groups[half].append(epilogue(acc, ob, p["b"], act1, rsb, act2p, tmp, ow))
         return head + ([Par(*groups)] if halves == 2 else groups[0])
@@ -344,6 +360,30 @@ def dw_spec(label, nodes, x_tid, out_tid, g: Geometry, pack, act: Act, act2: Act
                          s[0])
     return Spec(label, nodes, (x_tid,), (out_tid,), build, pack, (((g.n, g.oh, row), F32),),
                 private=((lay.shape, F32),))
+
+
+def dw_multiplier_spec(inner: Spec, x_tid: int, x_shape: tuple[int, ...], mult: int) -> Spec:
+    """A depthwise convolution with depth multiplier `mult` as one with multiplier 1 (`inner`,
+    built on C*mult channels) on its input with every channel repeated mult times (output
+    channel ic*mult + m reads input channel ic): one native copy into a scratch buffer first."""
+    n, h, w, c = (int(d) for d in x_shape)
+    cout = c * mult
+    pix = n * h * w
+
+    def build(a, s, private, p):
+        x = a[x_tid].reshape(-1)
+        rep = s[0].reshape(-1)
+        args: list = []
+        for ic in range(c):
+            for m in range(mult):
+                args += [x[ic:ic + (pix - 1) * c + 1], ic * mult + m, 1, pix, c, cout]
+        copy = Native(OP_COPY, rep, c * mult, *args, f32c(-np.inf), f32c(np.inf), 0)
+        view = dict(a)
+        view[x_tid] = rep.reshape(n, h, w, cout)
+        assert inner.build is not None
+        built = inner.build(view, s[1:], private, p)
+        return [copy] + (list(built) if isinstance(built, (list, tuple)) else [built])
+    return replace(inner, build=build, scratch=(((pix * cout,), F32),) + tuple(inner.scratch))
 
 
 def _dw_numpy(x, out3, pbuf, lay: DwLayout, wt, bt, act: Act, act2: Act, tmp):

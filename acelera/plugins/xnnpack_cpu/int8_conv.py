@@ -16,13 +16,17 @@ import numpy as np
 
 from acelera.core.kernels.prepared import QuantizedConvParams, QuantizedFCParams, prepared_params
 from acelera.core.kernels.registry import NodeContext
-from acelera.plugins.xnnpack_cpu import jit, qjit, qjit_ir, threads
+from acelera.plugins.xnnpack_cpu import jit, qjit, qjit_ir, qjit_par, threads
 from acelera.plugins.xnnpack_cpu.spec import Spec
 
 I8, I16, I32, I64, U8 = np.int8, np.int16, np.int32, np.int64, np.uint8
 FAST_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
-#: a step of at least this many multiply-adds runs its parallel kernel when threads allow
+#: a CONV_2D or FULLY_CONNECTED step of at least this many multiply-adds (10-30 us on one
+#: thread) runs its parallel kernel when threads allow: 1.3-1.9x faster on two threads
 PARALLEL_MACS = 1 << 20
+#: the same for DEPTHWISE_CONV_2D, whose multiply-adds cost about 3 times as much (48x48x32
+#: 3x3: about 50 us on one thread, 1.4x faster on two)
+DW_PARALLEL_MACS = 1 << 19
 #: channels x pixels a depthwise inner loop covers (longer loops vectorize better)
 DW_SPAN = 512
 #: strided depthwise convolutions with fewer channels split their input into column phases
@@ -212,7 +216,7 @@ def _dw_spec(label, nodes, p: QuantizedConvParams, x_tid, out_tid, consts) -> Qu
     wq = -(-wp // phases)
     q = min(g.ow, max(1, -(-DW_SPAN // o))) if phases == g.sw else 1  # output pixels per inner loop
     macs = g.n * g.oh * g.ow * o * taps
-    parallel = macs >= PARALLEL_MACS and threads.NUMBA_MAX > 1
+    parallel = macs >= min(DW_PARALLEL_MACS, PARALLEL_MACS) and threads.NUMBA_MAX > 1
     bands = _bands(parallel)
     geo = np.array([g.n, g.h, g.w, g.c, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.pt, g.pl,
                     p.input_zero_point, p.output_offset, p.qmin, p.qmax, o, p.depth_multiplier, hp, wq,
@@ -250,6 +254,9 @@ def _fc_spec(label, nodes, p: QuantizedFCParams, x_tid, out_tid, consts, in_size
         return f"output of {out_size} values for {batch} rows of {units}"
     groups = (k + qjit.KG - 1) // qjit.KG
     nb = (units + qjit.NR - 1) // qjit.NR
+    macs = batch * k * units
+    parallel = macs >= PARALLEL_MACS and threads.NUMBA_MAX > 1 and nb > 1
+    bands = _bands(parallel)
     geo = np.array([batch, k, units, p.input_zero_point, p.output_zero_point, p.qmin, p.qmax, groups, nb,
                     int(p.per_channel)], I64)
 
@@ -265,10 +272,11 @@ def _fc_spec(label, nodes, p: QuantizedFCParams, x_tid, out_tid, consts, in_size
         kp_ = read(kp_)
         x = _source(a, consts, x_tid).reshape(-1)
         out = a[out_tid].reshape(-1)
-        return jit.bind(qjit.fc_gemm, x, kp_["w"], kp_["bias"], kp_["eff"], geo, out, s[0], s[1])
-    scratch = (((qjit.MR * qjit.KG * groups,), U8), ((qjit.MR * nb * qjit.NR,), I32))
+        return _entries(qjit.fc_gemm, qjit_par.fc_gemm_par, (x, kp_["w"], kp_["bias"], kp_["eff"], geo, out, s[0], s[1]),
+                        parallel)
+    scratch = (((bands * qjit.MR * qjit.KG * groups,), U8), ((qjit.MR * nb * qjit.NR,), I32))
     return QuantSpec(label, nodes, _reads(x_tid, consts), (out_tid,), build, pack=pack, scratch=scratch,
-                     float_io=False, op="FULLY_CONNECTED")
+                     float_io=False, gemm_mnk=macs if parallel else 0, op="FULLY_CONNECTED")
 
 
 def _reads(x_tid: int, consts) -> tuple[int, ...]:

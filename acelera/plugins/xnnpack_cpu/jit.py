@@ -8,7 +8,8 @@ Steps call them through `Native` records (native_records.py): a run of records i
 `run_native` (jit_native.py) on the partition's arena, so a chain of numba steps costs one
 Python call. The kernels live in jit_gemm.py, jit_depthwise.py, jit_pool.py,
 jit_elementwise.py and jit_nd.py (broadcasting binary ops, unary ops, GELU, SOFTMAX, MEAN over
-contiguous axes, TRANSPOSE, small BATCH_MATMUL, LayerNorm) (helpers in jit_helpers.py); this
+contiguous axes, TRANSPOSE, small BATCH_MATMUL, LayerNorm) and jit_blas.py (numpy's BLAS
+sgemm called from the native run) (helpers in jit_helpers.py); this
 module re-exports them, as None when numba is not used (every caller tests `AVAILABLE` first).
 
 Arrays are C-contiguous float32. Inner loops index slices with the bare loop variable so numba
@@ -40,9 +41,11 @@ from acelera.plugins.xnnpack_cpu.native_records import (
     OP_LAYER_NORM,
     OP_MEAN_HW,
     OP_MEAN_MID,
+    OP_MEAN_ND,
     OP_POOL_AVG,
     OP_POOL_MAX,
     OP_RESIZE,
+    OP_SGEMM,
     OP_SIGMOID,
     OP_SOFTMAX,
     OP_TRANSPOSE,
@@ -65,6 +68,16 @@ else:
         REASON = f"numba unavailable: {type(e).__name__}: {e}"
 
 
+def blas_sgemm() -> int:
+    """The address of numpy's BLAS sgemm for OP_SGEMM records (jit_blas.py); 0 without numba
+    or without an ILP64 OpenBLAS (the GEMMs then call np.matmul)."""
+    if not AVAILABLE:
+        return 0
+    from acelera.plugins.xnnpack_cpu.jit_blas import address
+
+    return address()
+
+
 def bind(kernel: Any, *args: Any) -> Callable[[], Any]:
     """A zero-argument callable running `kernel(*args)`. The overload for these argument types
     is compiled (or loaded from the cache) now and called directly, skipping numba's
@@ -79,11 +92,11 @@ def bind(kernel: Any, *args: Any) -> Callable[[], Any]:
 
 
 __all__ = [
-    "AVAILABLE", "REASON", "bind", "Native", "Par", "encode",
+    "AVAILABLE", "REASON", "bind", "blas_sgemm", "Native", "Par", "encode",
     "OP_EPILOGUE", "OP_EPILOGUE_ONTO", "OP_EPILOGUE_PARTIAL", "OP_DW_1X1", "OP_DW", "OP_POOL_MAX", "OP_POOL_AVG",
     "OP_FC_CHAIN", "OP_RESIZE", "OP_MEAN_HW", "OP_ACT", "OP_SOFTMAX", "OP_GEMM", "OP_COPY", "OP_BINARY",
     "OP_IM2COL_PADDED", "OP_SIGMOID", "OP_BINARY_ND", "OP_UNARY", "OP_MEAN_MID", "OP_TRANSPOSE", "OP_BMM",
-    "OP_LAYER_NORM",
+    "OP_LAYER_NORM", "OP_MEAN_ND", "OP_SGEMM",
     "epilogue", "epilogue_onto", "epilogue_partial", "dw_1x1", "pool_max", "pool_avg", "fc_chain",
     "resize_bilinear", "mean_hw", "act_flat", "dw_rows", "gemm_small", "binary", "copy_runs",
     "im2col_padded", "sigmoid", "run_native", "run_native2",

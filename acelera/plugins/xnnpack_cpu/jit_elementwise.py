@@ -27,7 +27,19 @@ def act_flat(out, kind, lo, hi, alpha):
 
 @njit(inline="always", boundscheck=False, error_model="numpy")
 def _bin_loop(a, b, o, op, lo, hi):
-    """o = clamp(a op b) over equal-length 1-D arrays; o may be a or b itself."""
+    """o = clamp(a op b) over equal-length 1-D arrays; o may be a or b itself. In place, the
+    loop is given o for that operand: LLVM's overlap test fails on two arrays at one address
+    and takes its scalar loop (4x slower) where one array read and written vectorizes."""
+    if o.ctypes.data == a.ctypes.data:
+        _bin_ops(o, b, o, op, lo, hi)
+    elif o.ctypes.data == b.ctypes.data:
+        _bin_ops(a, o, o, op, lo, hi)
+    else:
+        _bin_ops(a, b, o, op, lo, hi)
+
+
+@njit(inline="always", boundscheck=False, error_model="numpy")
+def _bin_ops(a, b, o, op, lo, hi):
     n = _U(o.shape[0])
     if op == 0:
         for j in range(n):
@@ -104,7 +116,8 @@ _SIG_FAST = {"contract", "nsz", "arcp"}  # no reassoc: the rounding trick must n
 _SIG_BLOCK = 512
 
 
-@njit(cache=True, fastmath=_SIG_FAST, nogil=True, boundscheck=False)
+# error_model="numpy": no zero-division test per element, which kept the loops scalar (7x slower)
+@njit(cache=True, fastmath=_SIG_FAST, nogil=True, boundscheck=False, error_model="numpy")
 def sigmoid(x, out, swish, scratch):
     """out = 1 / (1 + exp(-x)), or x times that with `swish`; out may be x. scratch: 1024
     float32 (powers of two, then polynomial values, of a block)."""
@@ -126,17 +139,21 @@ def sigmoid(x, out, swish, scratch):
                 np.float32(0.16666654) + r * (np.float32(0.041665796) + r * np.float32(0.008333452)))))
             ib[j] = (np.int32(nf) + np.int32(127)) << np.int32(23)
             pb[j] = p
+        # results go to fb first, then to out: a loop writing out while reading x cannot be
+        # vectorized when out is x (LLVM's overlap test fails and it takes the scalar loop)
         if swish:
             for j in range(_U(m)):
                 v = xs[j]
                 e = pb[j] * fb[j]
                 e = np.float32(np.inf) if v < np.float32(-88.0) else e
                 sg = v * (np.float32(1) / (np.float32(1) + e))
-                os_[j] = sg if v == v else v
+                fb[j] = sg if v == v else v
         else:
             for j in range(_U(m)):
                 v = xs[j]
                 e = pb[j] * fb[j]
                 e = np.float32(np.inf) if v < np.float32(-88.0) else e
                 sg = np.float32(1) / (np.float32(1) + e)
-                os_[j] = sg if v == v else v
+                fb[j] = sg if v == v else v
+        for j in range(_U(m)):
+            os_[j] = fb[j]

@@ -13,7 +13,9 @@ drop_stale_cache()
 _Z = np.float32(0.0)  # a float32 constant: 0.0 would widen the arithmetic to float64
 _U = np.uintp  # unsigned indices: no negative-index fix-ups in the inner loops
 _ONE, _THREE, _SIX = np.float32(1.0), np.float32(3.0), np.float32(6.0)
-_jit = njit(cache=True, fastmath={"contract"}, nogil=True, boundscheck=False)
+# error_model="numpy": float division by zero gives inf / NaN (the reference's result) without
+# a per-element test, which keeps loops with a division (means, average pools, LOGISTIC) vectorized
+_jit = njit(cache=True, fastmath={"contract"}, nogil=True, boundscheck=False, error_model="numpy")
 
 
 # Activations after the bias: clamp(lo1, hi1), then act2 of `kind`: 0 clamp(lo2, hi2),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from numba import njit, prange
 
+from acelera.plugins.xnnpack_cpu.jit_blas import sgemm
 from acelera.plugins.xnnpack_cpu.jit_depthwise import dw_1x1, dw_rows
 from acelera.plugins.xnnpack_cpu.jit_elementwise import act_flat, binary, copy_runs, sigmoid
 from acelera.plugins.xnnpack_cpu.jit_gemm import epilogue, epilogue_onto, epilogue_partial, fc_chain, gemm_small, im2col_padded
@@ -15,6 +16,7 @@ from acelera.plugins.xnnpack_cpu.jit_nd import (
     gelu_fast,
     layer_norm,
     mean_mid,
+    mean_nd,
     softmax_rows_fast,
     transpose4,
     unary,
@@ -37,9 +39,11 @@ from acelera.plugins.xnnpack_cpu.native_records import (
     OP_LAYER_NORM,
     OP_MEAN_HW,
     OP_MEAN_MID,
+    OP_MEAN_ND,
     OP_POOL_AVG,
     OP_POOL_MAX,
     OP_RESIZE,
+    OP_SGEMM,
     OP_SIGMOID,
     OP_SOFTMAX,
     OP_TRANSPOSE,
@@ -147,6 +151,15 @@ def _n_gemm(A, M, F, k):
     n0, k = _ri(M, k)
     n1, k = _ri(M, k)
     gemm_small(x, w, bias, lo1, hi1, res, has_res, alpha, lo2, hi2, kind, acc, out, n0, n1)
+
+
+@_jit
+def _n_sgemm(A, M, F, k):
+    fptr, k = _ri(M, k)
+    x, k = _r2(A, F, M, k)
+    w, k = _r2(A, F, M, k)
+    out, k = _r2(A, F, M, k)
+    sgemm(fptr, x, w, out)
 
 
 @_jit
@@ -349,6 +362,16 @@ def _n_mean_mid(A, M, F, k):
 
 
 @_jit
+def _n_mean_nd(A, M, F, k):
+    x, k = _r1(A, F, M, k)
+    out, k = _r1(A, F, M, k)
+    shp, k = _rt(M, k)
+    so, k = _rt(M, k)
+    cnt, k = _rf(F, M, k)
+    mean_nd(x, out, shp, so, cnt)
+
+
+@_jit
 def _n_transpose(A, M, F, k):
     x, k = _r1(A, F, M, k)
     out, k = _r1(A, F, M, k)
@@ -393,6 +416,8 @@ def run_native(A, M, F):
             _n_epilogue_partial(A, M, F, j)
         elif op == OP_GEMM:
             _n_gemm(A, M, F, j)
+        elif op == OP_SGEMM:
+            _n_sgemm(A, M, F, j)
         elif op == OP_BINARY:
             _n_binary(A, M, F, j)
         elif op == OP_COPY:
@@ -425,6 +450,8 @@ def run_native(A, M, F):
             _n_unary(A, M, F, j)
         elif op == OP_MEAN_MID:
             _n_mean_mid(A, M, F, j)
+        elif op == OP_MEAN_ND:
+            _n_mean_nd(A, M, F, j)
         elif op == OP_TRANSPOSE:
             _n_transpose(A, M, F, j)
         elif op == OP_BMM:

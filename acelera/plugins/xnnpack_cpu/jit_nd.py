@@ -14,7 +14,15 @@ from acelera.plugins.xnnpack_cpu.jit_helpers import _U, _Z, _jit
 
 @njit(inline="always", boundscheck=False, error_model="numpy")
 def _vs(a, v, o, op, lo, hi):
-    """o = clamp(a op v), v a scalar."""
+    """o = clamp(a op v), v a scalar (in place: see jit_elementwise._bin_loop)."""
+    if o.ctypes.data == a.ctypes.data:
+        _vs_ops(o, v, o, op, lo, hi)
+    else:
+        _vs_ops(a, v, o, op, lo, hi)
+
+
+@njit(inline="always", boundscheck=False, error_model="numpy")
+def _vs_ops(a, v, o, op, lo, hi):
     n = _U(o.shape[0])
     if op == 0:
         for j in range(n):
@@ -44,7 +52,15 @@ def _vs(a, v, o, op, lo, hi):
 
 @njit(inline="always", boundscheck=False, error_model="numpy")
 def _sv(u, b, o, op, lo, hi):
-    """o = clamp(u op b), u a scalar."""
+    """o = clamp(u op b), u a scalar (in place: see jit_elementwise._bin_loop)."""
+    if o.ctypes.data == b.ctypes.data:
+        _sv_ops(u, o, o, op, lo, hi)
+    else:
+        _sv_ops(u, b, o, op, lo, hi)
+
+
+@njit(inline="always", boundscheck=False, error_model="numpy")
+def _sv_ops(u, b, o, op, lo, hi):
     n = _U(o.shape[0])
     if op == 0:
         for j in range(n):
@@ -197,7 +213,15 @@ def gelu_fast(x, out, scratch):
 def unary(x, out, op):
     """out = f(x), out may be x: 0 NEG, 1 RSQRT (1 / sqrt), 2 SQRT, 3 ABS, 4 SQUARE, 5 EXP,
     6 TANH, 7 LOG, 8 FLOOR, 9 CEIL, 10 GELU (exact form, the reference's erfc formula), 11 SIN,
-    12 COS."""
+    12 COS. In place the loops get out alone (see jit_elementwise._bin_loop)."""
+    if out.ctypes.data == x.ctypes.data:
+        _unary_ops(out, out, op)
+    else:
+        _unary_ops(x, out, op)
+
+
+@njit(inline="always", boundscheck=False, error_model="numpy")
+def _unary_ops(x, out, op):
     n = _U(out.shape[0])
     if op == 0:
         for j in range(n):
@@ -272,6 +296,34 @@ def mean_mid(x, outer, r, inner, out, cnt):
                 acc[i] += row[i]
         for i in range(ni):
             acc[i] = acc[i] / cnt
+
+
+@_jit
+def mean_nd(x, out, shp, so, cnt):
+    """out = the mean of x (contiguous, 4-D index space shp) over the dimensions where the
+    output strides so are 0 (reduced axes that are not one contiguous range)."""
+    for i in range(out.shape[0]):
+        out[i] = _Z
+    d0, d1, d2, n = shp[0], shp[1], shp[2], shp[3]
+    s3 = so[3]
+    k = 0
+    for i0 in range(d0):
+        for i1 in range(d1):
+            for i2 in range(d2):
+                b = i0 * so[0] + i1 * so[1] + i2 * so[2]
+                row = x[k:k + n]
+                if s3 == 0:
+                    s = _Z
+                    for j in range(_U(n)):
+                        s += row[j]
+                    out[b] += s
+                else:
+                    dst = out[b:b + n]
+                    for j in range(_U(n)):
+                        dst[j] += row[j]
+                k += n
+    for i in range(out.shape[0]):
+        out[i] = out[i] / cnt
 
 
 @_jit

@@ -98,6 +98,13 @@ def mean_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, axes: tuple[in
         def build_mid(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
             return jit.Native(jit.OP_MEAN_MID, a[x_tid].reshape(-1), outer, count, inner, a[out_tid].reshape(-1), cnt)
         return Spec(label, nodes, (x_tid,), (out_tid,), build_mid)
+    nd = _mean_nd(in_shape, axes) if jit.AVAILABLE and not numba_hw and count > 0 and act.trivial and axes else None
+    if nd is not None:
+        shp, so = nd
+
+        def build_nd(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
+            return jit.Native(jit.OP_MEAN_ND, a[x_tid].reshape(-1), a[out_tid].reshape(-1), shp, so, cnt)
+        return Spec(label, nodes, (x_tid,), (out_tid,), build_nd)
 
     def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x, out = a[x_tid], a[out_tid].reshape(reduced)
@@ -121,6 +128,21 @@ def mean_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, axes: tuple[in
         return seq(run, clamp)
     scratch = ((((in_shape[0] if not numba_hw else 1) * in_shape[2] * in_shape[3],), F32),) if hw else ()
     return Spec(label, nodes, (x_tid,), (out_tid,), build, scratch=scratch)
+
+
+def _mean_nd(in_shape: Shape, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(index space, output strides) of jit.mean_nd for a mean over axes that are not one
+    contiguous range, None when more than four dimensions remain after merging."""
+    from acelera.plugins.xnnpack_cpu.ops_nd import collapse
+
+    shape = [int(d) for d in in_shape]
+    st_in = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    kept = [1 if i in axes else d for i, d in enumerate(shape)]
+    st_out = [0 if i in axes else int(np.prod(kept[i + 1:])) for i in range(len(shape))]
+    c = collapse(shape, [st_in, st_out])
+    if c is None or int(c[1][0][-1]) != 1:
+        return None
+    return c[0], c[1][1]
 
 
 #: LiteRT's float REDUCE_MAX / REDUCE_MIN start from the lowest / highest finite float and keep
@@ -557,7 +579,8 @@ def reference_spec(label: str, nodes: Nodes, ctx: NodeContext, tids: list[int], 
     """Run the node on its reference kernel, results copied into the planned buffers. Used for
     quantized ops (the reference kernels are bit-exact) and rarely used float ops. Quantized
     CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED get int8_conv's fast steps instead where
-    they can, int8 elementwise binary ops int8_tables' lookup tables; every other quantized step
+    they can (AVERAGE_POOL_2D int8_pool's, SOFTMAX int8_softmax's), int8 elementwise binary
+    ops int8_tables' lookup tables; every other quantized step
     says why it falls back (int8_conv.fallbacks)."""
     fallback = ""
     if not float_io:
@@ -567,6 +590,10 @@ def reference_spec(label: str, nodes: Nodes, ctx: NodeContext, tids: list[int], 
             from acelera.plugins.xnnpack_cpu import int8_pool
 
             fast = int8_pool.avg_pool_spec(label, nodes, ctx)
+        elif ctx.op.name == "SOFTMAX":
+            from acelera.plugins.xnnpack_cpu import int8_softmax
+
+            fast = int8_softmax.softmax_spec(label, nodes, ctx)
         else:
             fast = int8_tables.table_spec(label, nodes, ctx, consts)
         if not isinstance(fast, str):

@@ -20,8 +20,9 @@ from acelera.plugins.xnnpack_cpu.spec import Spec
 from acelera.plugins.xnnpack_cpu.threads import ThreadLimit
 
 #: the float packed layout, stored with the packed weights: a weight cache entry packed for
-#: another layout (or with numba on where it is now off, or the reverse) is packed again
-PACK_LAYOUT = (3,)
+#: another layout (or with numba on where it is now off, or the reverse, or with numpy's BLAS
+#: callable from the native runs where it is now not: the steps chosen differ) is packed again
+PACK_LAYOUT = (4,)
 #: whether big numba steps (depthwise rows, few-row GEMMs) run in halves on two of numba's
 #: threads when num_threads >= 2. Off: on the shared 2-core machine numba's OpenMP workers and
 #: OpenBLAS's pool (which --num_threads also enables) spun against each other and a MobileNet
@@ -145,7 +146,7 @@ class CompiledPartition(DelegateKernel):
     # -- preparation ------------------------------------------------------------------------------
     @staticmethod
     def _pack(specs: list[Spec], cache: Callable | None) -> dict[int, dict[str, np.ndarray]]:
-        mark = np.array(PACK_LAYOUT + (int(jit.AVAILABLE),), np.int64)
+        mark = np.array(PACK_LAYOUT + (int(jit.AVAILABLE), int(bool(jit.blas_sgemm()))), np.int64)
 
         def compute() -> dict[str, np.ndarray]:
             flat = {"layout": mark}
