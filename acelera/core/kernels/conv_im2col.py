@@ -29,6 +29,8 @@ from acelera.core.kernels.registry import NodeContext
 #: requantization); core/memory.py's _conv_scratch counts the same (values not imported there)
 CONV_BAND_ACC_BYTES = 32
 DW_BAND_BYTES = 32
+#: the largest depthwise filter tiled along an output row (dw_taps), beyond the band's bytes
+DW_TILED_WEIGHT_BYTES = 16 << 10
 
 
 def opt(node: NodeContext, name: str, default: int) -> int:
@@ -269,7 +271,50 @@ def banded_matmul(g: Geometry, x: np.ndarray, wm: np.ndarray, groups: int, row_b
 
 
 def dw_taps(g: Geometry, xp: np.ndarray, w: np.ndarray, acc_dtype) -> np.ndarray:
-    """sum over taps of tap(xp) * w[ky, kx]; w is (kh, kw, channels) in acc_dtype."""
+    """sum over taps of tap(xp) * w[ky, kx]; w is (kh, kw, channels) in acc_dtype.
+
+    Each tap is read as (n, oh, ow * channels) rows, so the multiply-adds run over whole
+    output rows, the weights tiled along them (small filters, else per pixel); a width stride first splits xp's columns into
+    their stride phases (float32 and narrower), else the taps are strided (n, oh, ow, c) views."""
+    n, hp, wp, c = xp.shape
+    sw, ow = g.sw, g.ow
+    if sw > 1 and xp.dtype.itemsize > 4:
+        return _dw_taps_strided(g, xp, w, acc_dtype)
+    if sw > 1:
+        wq = -(-wp // sw)
+        if wq * sw != wp:
+            xw = np.zeros((n, hp, wq * sw, c), xp.dtype)
+            xw[:, :, :wp] = xp
+            xp = xw
+        rows = np.ascontiguousarray(xp.reshape(n, hp, wq, sw, c).transpose(0, 1, 3, 2, 4)).reshape(n, hp, sw, wq * c)
+    else:
+        rows = xp.reshape(n, hp, 1, wp * c)
+    tiled = g.kh * g.kw * ow * c * np.dtype(acc_dtype).itemsize <= DW_TILED_WEIGHT_BYTES
+    if tiled:
+        wt = np.empty((g.kh, g.kw, ow, c), acc_dtype)
+        wt[...] = w[:, :, None, :]
+        wt = wt.reshape(g.kh, g.kw, ow * c)
+    else:
+        wt = w
+    tap_shape = (n, g.oh, ow * c) if tiled else (n, g.oh, ow, c)
+    span = (g.oh - 1) * g.sh + 1
+    acc = tmp = None
+    for ky in range(g.kh):
+        y0 = ky * g.dh
+        for kx in range(g.kw):
+            p, q = divmod(kx * g.dw, sw)[::-1]
+            t = rows[:, y0:y0 + span:g.sh, p, q * c:(q + ow) * c].reshape(tap_shape)
+            if acc is None:
+                acc = np.multiply(t, wt[ky, kx], dtype=acc_dtype)
+                tmp = np.empty_like(acc)
+            else:
+                np.multiply(t, wt[ky, kx], out=tmp, dtype=acc_dtype)
+                acc += tmp
+    assert acc is not None  # kh, kw >= 1 (conv.py checks the filter)
+    return acc.reshape(n, g.oh, ow, c)
+
+
+def _dw_taps_strided(g: Geometry, xp: np.ndarray, w: np.ndarray, acc_dtype) -> np.ndarray:
     acc = None
     tmp = None
     for ky in range(g.kh):

@@ -276,9 +276,10 @@ def finish_float(out: np.ndarray, bias: np.ndarray | None, bounds: tuple[float, 
     """out += bias (one value per output channel), then the clamp to the fused activation's
     `bounds`, in place in the float result (float32, or float64 while widening)."""
     if bias is not None:
-        out += bias.reshape(-1).astype(out.dtype, copy=False)
+        np.add(out, bias.reshape(-1).astype(out.dtype, copy=False), out=out)
     if bounds is not None:
-        np.clip(out, bounds[0], bounds[1], out=out)
+        t = out.dtype.type
+        clip_ufunc(out, t(bounds[0]), t(bounds[1]), out=out)
     return out
 
 

@@ -31,25 +31,29 @@ _SQRT_2_OVER_PI = F32(2.0 / math.sqrt(math.pi) * math.sqrt(0.5))  # M_2_SQRTPI *
 _NEG_SQRT1_2 = F32(-math.sqrt(0.5))
 
 
+_T_SCALE = F32(math.sqrt(0.5) * 0.3275911)
+_POLY = tuple(F32(-0.5 * c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
+_ONE, _ZERO, _MINUS_HALF = F32(1), F32(0), F32(-0.5)
+
+
 def _gelu_exact_f32(a: np.ndarray) -> np.ndarray:
     """0.5 x erfc(-x / sqrt 2) in float32 as max(x, 0) - 0.5 |x| erfc(|x| / sqrt 2), erfc by
-    Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7): error < 1e-7 * max(1, |x|)."""
+    Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7): error < 1e-7 * max(1, |x|). The
+    -0.5 is folded into the polynomial, exp(-z^2) is exp(-x^2 / 2)."""
     ax = np.abs(a)
-    z = ax * F32(math.sqrt(0.5))
-    t = z * F32(0.3275911)
-    t += F32(1)
+    t = np.multiply(ax, _T_SCALE)
+    t += _ONE
     np.reciprocal(t, out=t)
-    p = t * F32(1.061405429)
-    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
-        p += F32(c)
+    p = np.multiply(t, _POLY[0])
+    for c in _POLY[1:]:
+        p += c
         p *= t
-    np.square(z, out=z)
-    np.negative(z, out=z)
-    np.exp(z, out=z)
-    p *= z
+    e = np.square(a)
+    e *= _MINUS_HALF
+    np.exp(e, out=e)
+    p *= e
     p *= ax
-    p *= F32(-0.5)
-    p += np.maximum(a, F32(0))
+    p += np.maximum(a, _ZERO, out=ax)
     return p
 
 

@@ -53,11 +53,14 @@ def _pool_axis(x: np.ndarray, axis: int, filt: int, stride: int, out: int, befor
 
     Always returns a new array of `acc_dtype`.
     """
-    if before or after:
-        widths = [(0, 0)] * x.ndim
-        widths[axis] = (before, after)
-        x = np.pad(x, widths, constant_values=pad_value)
     lead = (slice(None),) * axis
+    if before or after:
+        size = x.shape[axis]
+        xp = np.empty(x.shape[:axis] + (before + size + after,) + x.shape[axis + 1:], x.dtype)
+        xp[lead + (slice(0, before),)] = pad_value
+        xp[lead + (slice(before + size, None),)] = pad_value
+        xp[lead + (slice(before, before + size),)] = x
+        x = xp
     if stride == filt and filt > 1:
         # Non-overlapping windows: split the axis into (out, filt).
         v = x[lead + (slice(0, out * filt),)].reshape(x.shape[:axis] + (out, filt) + x.shape[axis + 1:])
@@ -149,6 +152,7 @@ def _prepare_pool(node: NodeContext, kind: str):
         return run_max
 
     acc_dtype = dtype if is_float else np.int32
+    counts: dict[tuple, np.ndarray] = {}
 
     def run_avg(x):
         (oh, ph0, ph1, ch), (ow, pw0, pw1, cw) = geometry(x.shape)
@@ -156,14 +160,15 @@ def _prepare_pool(node: NodeContext, kind: str):
             return np.zeros((x.shape[0], oh, ow, x.shape[3]), dtype)
         y = _pool_axis(x, 1, fh, sh, oh, ph0, ph1, 0, np.add, acc_dtype)
         y = _pool_axis(y, 2, fw, sw, ow, pw0, pw1, 0, np.add, acc_dtype)
-        count = (ch[:, None] * cw[None, :])[None, :, :, None]
+        count = counts.get(x.shape)
+        if count is None:
+            count = counts[x.shape] = (ch[:, None] * cw[None, :])[None, :, :, None].astype(acc_dtype)
         if is_float:
-            y /= count.astype(dtype)
+            y /= count
             if clamp:
                 np.maximum(y, lo, out=y)
                 np.minimum(y, hi, out=y)
             return y
-        count = count.astype(np.int32)
         half = count // 2
         y = np.where(y > 0, (y + half) // count, -((half - y) // count))
         if clamp:

@@ -110,6 +110,21 @@ def _valid_range(offset: int, step: int, size: int, count: int) -> tuple[int, in
     return i0, max(i0, i1)
 
 
+def _const_blocks(node: NodeContext, x_shape) -> tuple[int, int, int, int, int, int] | None:
+    """(bh, bw, top, bottom, left, right) of constant, positive block_shape and paddings/crops
+    (None otherwise: run() then checks the values)."""
+    block, pads = np.asarray(node.const(1)), np.asarray(node.const(2))
+    rank4 = len(x_shape) == 4
+    if block.shape != ((2,) if rank4 else (1,)) or pads.shape != ((2, 2) if rank4 else (1, 2)):
+        return None
+    bh, bw = int(block[0]), int(block[1]) if rank4 else 1
+    pt, pb = int(pads[0, 0]), int(pads[0, 1])
+    pl, pr = (int(pads[1, 0]), int(pads[1, 1])) if rank4 else (0, 0)
+    if bh <= 0 or bw <= 0:
+        return None
+    return bh, bw, pt, pb, pl, pr
+
+
 def _dynamic_placeholder(x: np.ndarray, block: np.ndarray, pads: np.ndarray):
     """Non-constant block_shape/paddings that are all zero (the executor's shape pass feeds
     zeros to graph inputs): an empty output of the right rank instead of an error."""
@@ -130,8 +145,22 @@ def space_to_batch_nd(node: NodeContext):
         zp = scale_zp(out_t)[1]
         pad_value = np.full(x_t.dtype.itemsize, zp & 0xFF, np.uint8).view(x_t.dtype)[0]
     dynamic = node.const(1) is None or node.const(2) is None
+    fixed = None if dynamic else _const_blocks(node, x_t.shape)
 
     def run(x: np.ndarray, block: np.ndarray, pads: np.ndarray) -> np.ndarray:
+        if fixed is not None and min(fixed[2:]) >= 0:
+            bh, bw, pt, pb, pl, pr = fixed
+            x4 = _as4d(x)
+            n, h, w, c = x4.shape
+            hp, wp = h + pt + pb, w + pl + pr
+            if hp >= 0 and wp >= 0 and hp % bh == 0 and wp % bw == 0:
+                if pt or pb or pl or pr:
+                    xp = np.full((n, hp, wp, c), pad_value, x.dtype)
+                    xp[:, pt:pt + h, pl:pl + w] = x4
+                    x4 = xp
+                out = np.empty((bh, bw, n, hp // bh, wp // bw, c), x.dtype)
+                out[...] = x4.reshape(n, hp // bh, bh, wp // bw, bw, c).transpose(2, 4, 0, 1, 3, 5)
+                return out.reshape((bh * bw * n,) + out.shape[3:5 if x.ndim == 4 else 4] + (c,))
         if dynamic:
             ph = _dynamic_placeholder(x, block, pads)
             if ph is not None:
@@ -172,8 +201,24 @@ def space_to_batch_nd(node: NodeContext):
 def batch_to_space_nd(node: NodeContext):
     _check_batch_space_op(node, "crops")
     dynamic = node.const(1) is None or node.const(2) is None
+    x_t = node.input(0)
+    assert x_t is not None  # _check_batch_space_op refused missing inputs
+    fixed = None if dynamic else _const_blocks(node, x_t.shape)
 
     def run(x: np.ndarray, block: np.ndarray, crops: np.ndarray) -> np.ndarray:
+        if fixed is not None and min(fixed[2:]) >= 0:
+            bh, bw, ct, cb, cl, cr = fixed
+            x4 = _as4d(x)
+            nb, h, w, c = x4.shape
+            n = nb // (bh * bw)
+            oh, ow = h * bh - ct - cb, w * bw - cl - cr
+            if nb % (bh * bw) == 0 and oh >= 0 and ow >= 0:
+                full = np.empty((n, h, bh, w, bw, c), x.dtype)
+                full[...] = x4.reshape(bh, bw, n, h, w, c).transpose(2, 3, 0, 4, 1, 5)
+                y = full.reshape(n, h * bh, w * bw, c)
+                if ct or cb or cl or cr:
+                    y = np.ascontiguousarray(y[:, ct:ct + oh, cl:cl + ow])
+                return y if x.ndim == 4 else y.reshape(n, oh, c)
         if dynamic:
             ph = _dynamic_placeholder(x, block, crops)
             if ph is not None:
