@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_xnnpack_int8 import conv_model, dw_model, fc_model
+from xnnpack_int8_models import conv_model, dw_model, fc_model
 from xnnpack_testing import run
 
 from acelera import Interpreter, load_delegate
