@@ -11,7 +11,8 @@ squared_difference,pow}.cc and internal/reference/*):
   ignored by these ops (CalculateActivationRange treats them as "none").
 * integer (unquantized) arithmetic wraps like the C++ kernels.
 * quantized 8-bit ops are evaluated through a 256x256 lookup table built in prepare with the
-  exact fixed-point formula (bit-exact by construction, one gather per element at run time);
+  exact fixed-point formula (bit-exact by construction, one gather per element at run time;
+  small operands gather in one compiled loop, lut8_native.py);
   int16 ops use the same fixed-point formulas vectorized over int64.
 * while widening (registry.widening) the float32 paths take FLOAT64 and compute in it.
 """
@@ -28,6 +29,7 @@ from acelera.core.errors import ModelError
 from acelera.core.kernels import tiling
 from acelera.core.kernels.common import RELU, RELU6, RELU_N1_TO_1, domain, float_activation_bounds
 from acelera.core.kernels.float_formats import ALIASED_TYPES
+from acelera.core.kernels.lut8_native import broadcast_plan, lut8_gather_kernel
 from acelera.core.kernels.registry import NodeContext, float_type_names
 from acelera.core.model import Tensor
 from acelera.core.quant import INT32_MAX, INT32_MIN, quantize_multiplier, round_half_away
@@ -440,6 +442,23 @@ def lut8_kernel(dtype: np.dtype, fn: BinaryFn, out_dtype=None) -> BinaryFn:
         r = bufs[key] = (idx, octets[..., high], octets[..., low])
         return r
 
+    native = lut8_gather_kernel()
+    empty, out_dt = np.empty, table.dtype
+    plans: dict[tuple, tuple | None] = {}
+
+    def run_native(a, b):
+        key = (a.shape, b.shape)
+        plan = plans.get(key, False)
+        if plan is False:
+            if len(plans) >= 64:  # shapes that keep changing: bound the memo
+                plans.clear()
+            plan = plans[key] = broadcast_plan(*key)
+        if plan is None:
+            return run_small(a, b)
+        out = empty(plan[0], out_dt)
+        native(flat, a.reshape(-1).view(u8), b.reshape(-1).view(u8), out.reshape(-1), *plan[1:])
+        return out
+
     def run_small(a, b):
         if a.shape == b.shape:
             buf = bufs.get((a.shape, 2))
@@ -459,7 +478,7 @@ def lut8_kernel(dtype: np.dtype, fn: BinaryFn, out_dtype=None) -> BinaryFn:
         else:
             idx = np.bitwise_or(np.left_shift(a.view(np.uint8), 8, dtype=np.uint16), b.view(np.uint8))
         return flat.take(idx)
-    return small.wrap(run_small, general)
+    return small.wrap(run_small if native is None else run_native, general)
 
 
 _NOT_SMALL = 1 << 62

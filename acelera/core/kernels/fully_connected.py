@@ -21,7 +21,8 @@ kReference) and the reference kernels it calls:
   dot(q) - row_sum * offset.
 
 Integer accumulations run as float64 BLAS matmuls of integer-valued arrays, which are exact
-for these operand ranges, and are converted to int64 afterwards.
+for these operand ranges, and are converted to int64 afterwards; small quantized products with
+constant weights and bias run as one compiled loop instead (fc_int_native.py, numba).
 
 The quantized path computes its prepared parameters first (`quantized_fc_params`: a frozen
 prepared.QuantizedFCParams) and builds run() from that object alone; a delegate reads the same
@@ -46,6 +47,7 @@ from acelera.core.kernels.common import (
     quantized_activation_range,
     scale_zp,
 )
+from acelera.core.kernels.fc_int_native import fc_f32_kernel, fc_int_kernel
 from acelera.core.kernels.hybrid_native import fc_hybrid_kernel
 from acelera.core.kernels.hybrid_quant import portable_asymmetric_rows
 from acelera.core.kernels.prepared import QuantizedFCParams, frozen_array
@@ -594,6 +596,7 @@ def _quantized_run(p: QuantizedFCParams, as_rows):
 
 
 _BELOW_HALF = np.nextafter(0.5, 0.0)
+_NATIVE_MACS = 1 << 16  # up to this many multiply-adds per call the compiled loop beats BLAS
 
 
 def _constant_run(p: QuantizedFCParams, eff, b_pre: np.ndarray | None, as_rows, lo_f: float, hi_f: float):
@@ -612,9 +615,24 @@ def _constant_run(p: QuantizedFCParams, eff, b_pre: np.ndarray | None, as_rows, 
     w32 = mm.chunks[0][2] if len(mm.chunks) == 1 and mm.dtype == np.float32 else None
     out_dtype, zp = p.output_dtype, float(p.output_zero_point)
     f32, add, copysign, trunc = np.float32, np.add, np.copysign, np.trunc
+    units, macs_row = p.units, p.units * p.depth
+    # small problems: one compiled loop (fc_int_native.py), in float32 where its sums are exact
+    native = None if macs_row > _NATIVE_MACS else fc_int_kernel() if w32 is None else fc_f32_kernel()
+    if native is not None:
+        w_i = np.ascontiguousarray(p.weights, np.int32)
+        fold_i = w_i.sum(axis=1, dtype=np.int64) * -p.input_zero_point
+        if p.bias is not None:
+            fold_i += p.bias
+        eff_u = np.ascontiguousarray(np.broadcast_to(np.asarray(eff, np.float64), (units,)))
+        args = (w_i, fold_i, eff_u, zp, lo_f, hi_f) if w32 is None else (w32, fold_i, eff_u, zp, lo_f, hi_f)
+        empty = np.empty
 
     def run(x, w, b=None):
         x2, shape = as_rows(x)
+        if native is not None and x2.shape[0] * macs_row <= _NATIVE_MACS:
+            out = empty((x2.shape[0], units), out_dtype)
+            native(x2, *args, out)
+            return out.reshape(shape)
         r = add(dense(x2.astype(f32), w32), fold) if w32 is not None else add(mm(x2), fold)
         r *= eff
         t = copysign(_BELOW_HALF, r)
