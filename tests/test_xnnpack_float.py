@@ -457,3 +457,45 @@ def test_layer_norm_subgraph_is_one_native_step(shape, apart):
     (k,) = d.kernels
     fused = [lab for lab in k.labels if lab.startswith("MEAN+NEG+SQUARED_DIFFERENCE")]
     assert len(fused) == (0 if apart else 1), k.labels
+
+
+@pytest.mark.parametrize("begin, end, bmask, emask, shape, out", [
+    ((0, 0), (3, 4), 0, 0, (6, 4), (3, 4)),  # leading rows: one contiguous run
+    ((0, 1), (6, 3), 0, 0, (6, 4), (6, 2)),  # a column band: runs of 2, stride 4
+    ((1, 0, 2), (2, 5, 7), 1, 0, (2, 6, 8), (2, 5, 5)),  # begin mask, runs over two axes
+    ((0, 0, 0, 1), (1, 5, 7, 3), 0, 4, (1, 6, 7, 4), (1, 5, 7, 2)),  # end mask
+])
+def test_strided_slice_between_native_steps_is_a_copy(begin, end, bmask, emask, shape, out):
+    """A STRIDED_SLICE with constant parameters between two element-wise steps is an OP_COPY
+    record, so the partition is one native call (no reference call splitting it); the scalar
+    broadcasts around it fill their tile once per call for the tensor's size only."""
+    b = ModelBuilder()
+    x = b.add_input("x", shape, F32)
+    a = b.add_tensor("a", shape, F32)
+    b.add_operator("ADD", [x, b.add_constant("one", np.array(1.5, F32))], [a], fused_activation_function="NONE")
+    s = b.add_tensor("s", out, F32)
+    k = len(shape)
+    b.add_operator("STRIDED_SLICE", [a, b.add_constant("b", np.array(begin, np.int32)),
+                                     b.add_constant("e", np.array(end, np.int32)),
+                                     b.add_constant("s", np.ones(k, np.int32))], [s],
+                   begin_mask=bmask, end_mask=emask)
+    y = b.add_tensor("y", out, F32)
+    b.add_operator("MUL", [s, b.add_constant("two", np.array(-2.0, F32))], [y], fused_activation_function="RELU")
+    b.mark_outputs(y, a)
+    d = compare(b.build())
+    (kern,) = d.kernels
+    assert len(kern.steps) == 1, kern.labels
+
+
+def test_copy_groups_cover_every_position():
+    from acelera.plugins.xnnpack_cpu.ops import copy_groups
+
+    x = np.arange(2 * 6 * 8).reshape(2, 6, 8)
+    for sl in (np.s_[::2], np.s_[:, 1:3], np.s_[..., 3:5], np.s_[::-1], np.s_[:, ::-1, ::2], np.s_[1:, 2:, 1:7:3]):
+        pos = x[sl].reshape(-1)
+        got = np.empty_like(pos)
+        for s0, d0, run, reps, sst in copy_groups(pos):
+            assert sst >= 0
+            for r in range(reps):
+                got[d0 + r * run:d0 + (r + 1) * run] = np.arange(s0 + r * sst, s0 + r * sst + run)
+        np.testing.assert_array_equal(got, pos)

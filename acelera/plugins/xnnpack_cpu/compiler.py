@@ -650,6 +650,8 @@ class Builder:
             return ops.pad_spec(lab, (n,), ins[0], out, np.asarray(g.const(ins[1])).reshape(-1, 2))
         if op in ("RESHAPE", "EXPAND_DIMS"):
             return ops.reshape_spec(lab, (n,), ins[0], out)
+        if op in ("STRIDED_SLICE", "SLICE"):
+            return ops.slice_spec(lab, (n,), ctx, g.consts)
         if op == "RESIZE_BILINEAR" and ins[1] in g.consts and len(ops.tin(ctx, 0).shape) == 4:
             return ops.resize_spec(lab, (n,), ctx, ins[0], out)
         return None

@@ -79,10 +79,15 @@ def binary(x, y, out, op, mode, lo, hi, tile):
     full = x if mode == 1 else y
     c = v.shape[0]
     lb = tile.shape[0]
-    for r in range(lb // c):
-        t = tile[r * c:(r + 1) * c]
-        for j in range(_U(c)):
-            t[j] = v[j]
+    if c == 1:  # a scalar: one fill loop (a slice per period made small tensors 2x slower)
+        s = v[0]
+        for j in range(_U(lb)):
+            tile[j] = s
+    else:
+        for r in range(lb // c):
+            t = tile[r * c:(r + 1) * c]
+            for j in range(_U(c)):
+                t[j] = v[j]
     n = out.shape[0]
     for b0 in range(0, n, lb):
         b1 = min(b0 + lb, n)

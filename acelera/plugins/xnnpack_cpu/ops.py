@@ -341,7 +341,9 @@ def native_binary_spec(label: str, nodes: Nodes, op: str, operands: list[Operand
                        mode: int,
                        c: int, same: list) -> Spec:
     tids = tuple(o for o in operands if isinstance(o, int))
-    lb = c * max(1, 512 // c) if mode else 1
+    # the tile is refilled at every call: no longer than the output (a multiple of c)
+    n = int(np.prod(out_shape))
+    lb = c * max(1, min(512, n) // c) if mode else 1
 
     def build(a: Arena, s: Bufs, _p: Bufs, _k: Packed) -> Step:
         x, y = (a[o].reshape(-1) if isinstance(o, int) else np.ascontiguousarray(o, F32).reshape(-1)
@@ -566,6 +568,75 @@ def pad_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int, paddings: np.nd
         dst = out[sl]
         return lambda: np.copyto(dst, x)
     return Spec(label, nodes, (x_tid,), (out_tid,), build, private_out=True, float_io=False)
+
+
+def slice_spec(label: str, nodes: Nodes, ctx: NodeContext, consts: dict[int, np.ndarray]) -> Spec | None:
+    """STRIDED_SLICE / SLICE with constant parameters as copies of runs (an OP_COPY record in the
+    native run, not a reference call between two runs). The gathered positions are what the
+    reference kernel returns for an array of positions (the same kernel, so the same semantics);
+    None (the reference kernel) when they make too many runs."""
+    ins, out_tid = list(ctx.op.inputs), ctx.op.outputs[0]
+    x_shape, out_shape = tuple(tin(ctx, 0).shape), tuple(ctx.outputs[0].shape)
+    n, m = int(np.prod(x_shape, dtype=np.int64)), int(np.prod(out_shape, dtype=np.int64))
+    if not jit.AVAILABLE or m == 0 or n > MAX_SLICE_VALUES or any(t >= 0 and t not in consts for t in ins[1:]):
+        return None
+    try:
+        pos = lookup(ctx.op).prepare(ctx)(np.arange(n, dtype=np.int64).reshape(x_shape),
+                                          *[None if t < 0 else consts[t] for t in ins[1:]])
+        pos = np.asarray(pos[0] if isinstance(pos, (tuple, list)) else pos)
+    except Exception:  # noqa: BLE001 - the reference step says what is wrong at its own time
+        return None
+    if pos.dtype != np.int64 or tuple(pos.shape) != out_shape:
+        return None
+    groups = copy_groups(pos.reshape(-1))
+    if groups is None:
+        return None
+    idx = np.ascontiguousarray(pos.reshape(-1), np.intp)
+    x_tid = ins[0]
+
+    def build(a: Arena, _s: Bufs, _p: Bufs, _k: Packed) -> Step:
+        x, out = a[x_tid], a[out_tid]
+        if x.dtype == F32 and out.dtype == F32:
+            flat = x.reshape(-1)
+            args: list = []
+            for s0, d0, run, reps, sst in groups:
+                args += [flat[s0:s0 + (reps - 1) * sst + run], d0, run, reps, sst, run]
+            return jit.Native(jit.OP_COPY, out.reshape(-1), len(groups), *args, f32c(-INF), f32c(INF), 0)
+        src, dst, take = x.reshape(-1), out.reshape(-1), np.take
+        return lambda: take(src, idx, out=dst, mode="clip")
+    # data movement: runs on the storage type (float16 in fp16 mode)
+    return Spec(label, nodes, (x_tid,), (out_tid,), build, float_io=False)
+
+
+#: a STRIDED_SLICE / SLICE input above this many values keeps the reference kernel (its
+#: positions are computed once at preparation)
+MAX_SLICE_VALUES = 1 << 22
+
+
+def copy_groups(pos: np.ndarray) -> list[tuple[int, int, int, int, int]] | None:
+    """Positions gathered into a contiguous output as (src offset, dst offset, run, repeats,
+    src stride) groups of equal runs of consecutive positions, the starts of a group going
+    forwards; None past MAX_COPY_GROUPS."""
+    m = pos.shape[0]
+    brk = np.flatnonzero(np.diff(pos) != 1) + 1
+    starts = np.concatenate(([0], brk)).astype(np.int64)
+    lens = np.diff(np.concatenate((starts, [m]))).astype(np.int64)
+    srcs = pos[starts]
+    groups: list[tuple[int, int, int, int, int]] = []
+    i, r = 0, len(starts)
+    while i < r:
+        run, j = int(lens[i]), i + 1
+        sst = int(srcs[j] - srcs[i]) if j < r and lens[j] == run else run
+        if sst < 0:  # starts going backwards (a negative stride): runs one by one
+            sst = run
+        else:
+            while j < r and lens[j] == run and srcs[j] - srcs[j - 1] == sst:
+                j += 1
+        groups.append((int(srcs[i]), int(starts[i]), run, j - i, sst))
+        if len(groups) > MAX_COPY_GROUPS:
+            return None
+        i = j
+    return groups
 
 
 def reshape_spec(label: str, nodes: Nodes, x_tid: int, out_tid: int) -> Spec:
