@@ -20,6 +20,20 @@ from typing import Any
 import numpy as np
 
 
+def _nudged_offset(a, c):  # pragma: no cover - compiled
+    """The int8 zero point of an asymmetric quantization whose range maps to [a, c] in scale
+    units: LiteRT's nudged zero point, rounded half away from zero and clamped to int8."""
+    zpd = -128.0 - a if 128.0 - a < 127.0 + c else 127.0 - c
+    if zpd <= -128.0:
+        return -128
+    if zpd >= 127.0:
+        return 127
+    m = -zpd if zpd < 0.0 else zpd
+    fl = math.floor(m)
+    r = fl + 1.0 if m - fl >= 0.5 else fl
+    return int(-r if zpd < 0.0 else r)
+
+
 def _fc_hybrid_asym(x, w, scales, per_channel, bias, out, q):  # pragma: no cover - compiled
     """x (B, K) float32, w (U, K) int32 weights, scales float32 (U per channel, else the one
     weights scale), bias float32 (U, or empty), out (B, U) float32, q (K,) int32 scratch.
@@ -55,16 +69,7 @@ def _fc_hybrid_asym(x, w, scales, per_channel, bias, out, q):  # pragma: no cove
             scale = (rmax - rmin) / 255.0
             a = rmin / scale
             c = rmax / scale
-            zpd = -128.0 - a if 128.0 - a < 127.0 + c else 127.0 - c
-            if zpd <= -128.0:
-                off = -128
-            elif zpd >= 127.0:
-                off = 127
-            else:
-                m = -zpd if zpd < 0.0 else zpd
-                fl = math.floor(m)
-                r = fl + 1.0 if m - fl >= 0.5 else fl
-                off = int(-r if zpd < 0.0 else r)
+            off = _nudged_offset(a, c)
             sf = np.float32(scale)
             inv = one / sf
             if not (inv - inv == f0):  # a scaling factor of 0 or tiny: the numpy path
@@ -120,16 +125,7 @@ def _neon_asym_shifted(flat, out):  # pragma: no cover - compiled
     scale = np.float64(rmax - rmin) / 255.0  # the range is a float32 difference here
     a = np.float64(rmin) / scale
     c = np.float64(rmax) / scale
-    zpd = -128.0 - a if 128.0 - a < 127.0 + c else 127.0 - c
-    if zpd <= -128.0:
-        off = -128
-    elif zpd >= 127.0:
-        off = 127
-    else:
-        m = -zpd if zpd < 0.0 else zpd
-        fl = math.floor(m)
-        r = fl + 1.0 if m - fl >= 0.5 else fl
-        off = int(-r if zpd < 0.0 else r)
+    off = _nudged_offset(a, c)
     sf = np.float32(scale)
     if sf == f0:
         return False, np.float32(1.0), 0
@@ -193,13 +189,14 @@ _FAILED = False
 
 
 def _kernels() -> dict[str, Any] | None:
-    global _KERNELS, _FAILED
+    global _KERNELS, _FAILED, _nudged_offset
     if _KERNELS is None and not _FAILED:
         try:
             import numba
         except Exception:  # pragma: no cover - numba is a dependency
             _FAILED = True
             return None
+        _nudged_offset = numba.njit(cache=True, nogil=True, error_model="numpy")(_nudged_offset)
         _KERNELS = {name: numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
                     for name, fn in (("fc", _fc_hybrid_asym), ("neon", _neon_asym_shifted), ("dw", _dw_taps))}
     return _KERNELS
