@@ -284,7 +284,7 @@ def _rows(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, x.shape[-1]) if x.size else x.reshape(0, max(x.shape[-1], 0))
 
 
-def _softmax_scaling(node: NodeContext, beta: float, input_scale: float) -> tuple[int, int, int]:
+def softmax_scaling(node: NodeContext, beta: float, input_scale: float) -> tuple[int, int, int]:
     """PreprocessSoftmaxScaling (5 integer bits): (multiplier, left_shift, diff_min)."""
     real = min(beta * input_scale * (1 << 26), (1 << 31) - 1.0)
     if not real > 1.0:
@@ -294,7 +294,7 @@ def _softmax_scaling(node: NodeContext, beta: float, input_scale: float) -> tupl
     return mult, left_shift, -calculate_input_radius(5, left_shift)
 
 
-def _rescaled_diffs(mult: int, left_shift: int) -> np.ndarray:
+def rescaled_diffs(mult: int, left_shift: int) -> np.ndarray:
     """MultiplyByQuantizedMultiplierGreaterThanOne over every 8-bit difference -255..0."""
     diffs = np.arange(-255, 1, dtype=np.int64)
     return cast(np.ndarray, srdhm(wrap_int32(diffs * (1 << left_shift)), mult))  # an array in, an array out
@@ -368,10 +368,10 @@ def _softmax_half(beta: float):
 
 
 def _softmax_q8(node: NodeContext, beta: float, in_s: float, out_dtype):
-    mult, left_shift, diff_min = _softmax_scaling(node, beta, in_s)
+    mult, left_shift, diff_min = softmax_scaling(node, beta, in_s)
     diffs = np.arange(-255, 1)
     valid = diffs >= diff_min
-    exp_q0 = np.where(valid, exp_on_negative_values(_rescaled_diffs(mult, left_shift), 5), 0)
+    exp_q0 = np.where(valid, exp_on_negative_values(rescaled_diffs(mult, left_shift), 5), 0)
     exp_q12 = np.where(valid, rescale(exp_q0, 0, 12), 0)
     info = np.iinfo(out_dtype)
     lo, hi = int(info.min), int(info.max)
@@ -526,12 +526,12 @@ def log_softmax(node: NodeContext):
     want_zp = 127 if x.dtype == np.int8 else 255
     if out_s != 16.0 / 256 or out_zp != want_zp:
         raise node.unsupported(f"LOG_SOFTMAX output needs scale 1/16 and zero point {want_zp}")
-    mult, left_shift, diff_min = _softmax_scaling(node, 1.0, in_s)
+    mult, left_shift, diff_min = softmax_scaling(node, 1.0, in_s)
     real_reverse = (1 << (31 - left_shift)) / float(mult)
     if not 0.0 < real_reverse < 1.0:
         raise node.unsupported("LOG_SOFTMAX reverse scaling out of range")
     rev_mult, rev_shift = quantize_multiplier(real_reverse)  # rev_shift <= 0
-    rescaled = _rescaled_diffs(mult, left_shift)
+    rescaled = rescaled_diffs(mult, left_shift)
     diffs = np.arange(-255, 1)
     valid = diffs >= diff_min
     exp_q12 = np.where(valid, rescale(exp_on_negative_values(rescaled, 5), 0, 12), 0).astype(np.int64)

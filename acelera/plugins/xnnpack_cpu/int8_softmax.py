@@ -13,7 +13,7 @@ from numba import njit
 
 from acelera.core.errors import AceleraError
 from acelera.core.kernels.registry import NodeContext, lookup
-from acelera.core.kernels.softmax import _rescaled_diffs, _softmax_scaling, exp_on_negative_values, rescale
+from acelera.core.kernels.softmax import exp_on_negative_values, rescale, rescaled_diffs, softmax_scaling
 from acelera.core.kernels.unary_common import legacy_qparams
 from acelera.plugins.xnnpack_cpu import jit
 from acelera.plugins.xnnpack_cpu.int8_conv import QuantSpec
@@ -106,12 +106,12 @@ def softmax_spec(label: str, nodes, ctx: NodeContext) -> QuantSpec | str:
     try:
         in_s, _ = legacy_qparams(x_t)
         beta = float(np.float32(ctx.options.get("beta", 1.0)))
-        mult, left_shift, diff_min = _softmax_scaling(ctx, beta, in_s)
+        mult, left_shift, diff_min = softmax_scaling(ctx, beta, in_s)
     except AceleraError as e:
         return f"quantization: {e}"
     out_dtype = np.dtype(np.int8)
     valid = np.arange(-255, 1) >= diff_min
-    exp_q0 = np.where(valid, exp_on_negative_values(_rescaled_diffs(mult, left_shift), 5), 0).astype(np.int64)
+    exp_q0 = np.where(valid, exp_on_negative_values(rescaled_diffs(mult, left_shift), 5), 0).astype(np.int64)
     exp_q12 = np.where(valid, rescale(exp_q0, 0, 12), 0).astype(np.int64)
     info = np.iinfo(out_dtype)
     lo, hi = int(info.min), int(info.max)
